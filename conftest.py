@@ -1,0 +1,17 @@
+"""pytest configuration shared by the tests and the notebook run (nbval).
+
+* The notebooks (and any kernel pytest starts) run the reference solutions: the
+  committed outputs are the solutions' outputs. See labs/exercises.py.
+* `--impl=labs|solutions` chooses what the graders grade (default: solutions; `make check`
+  passes --impl=labs to grade your own code).
+"""
+import os
+
+os.environ.setdefault("P2P_COURSE_SOLUTIONS", "1")
+os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")   # quiet ipykernel debugger
+os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--impl", default="solutions", choices=("labs", "solutions"),
+                     help="grade labs/ (your code) or solutions/ (the reference)")

@@ -1,0 +1,44 @@
+"""How exercise stubs and reference solutions meet.
+
+An exercise is a function in a lab module whose body raises NotImplementedError, marked
+with `@exercise`. You replace the body with your own. The reference body lives in
+`solutions/<same module>.py` under the same name (one source of truth per body).
+
+When the environment variable P2P_COURSE_SOLUTIONS=1 is set, a marked stub calls the
+reference solution instead. The notebook test run sets it (the committed notebook outputs
+are the solutions' outputs); `make lab` does not, so in JupyterLab you run your own code.
+`launch` forwards the variable to its workers at call time.
+"""
+import functools
+import importlib
+import os
+
+SOLUTIONS_ENV = "P2P_COURSE_SOLUTIONS"
+
+
+def solutions_enabled() -> bool:
+    return os.environ.get(SOLUTIONS_ENV, "") == "1"
+
+
+def exercise(stub):
+    """Mark `stub` as an exercise; see the module docstring."""
+    solution_module = "solutions." + stub.__module__.rsplit(".", 1)[-1]
+
+    @functools.wraps(stub)
+    def run(*args, **kwargs):
+        if solutions_enabled():
+            solution = getattr(importlib.import_module(solution_module), stub.__name__)
+            return solution(*args, **kwargs)
+        return stub(*args, **kwargs)
+
+    run.is_exercise = True
+    run.stub = stub
+    run.solution_module = solution_module
+    return run
+
+
+def todo(where: str):
+    """The exception a stub raises: says where the lesson explains the exercise."""
+    return NotImplementedError(
+        f"This is an exercise: write its body (see {where}). "
+        f"Grade it with `make check`.")

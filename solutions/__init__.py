@@ -1,0 +1,1 @@
+"""Reference solutions: one module per lab module, one function per exercise stub."""
