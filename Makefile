@@ -22,6 +22,8 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
+	@# Build matplotlib's font cache now, not in a notebook's first cell (stderr breaks nbval).
+	$(BIN)/python -c "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot"
 	@touch $(STAMP)
 
 lab: $(STAMP)

@@ -15,3 +15,4 @@ os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
 def pytest_addoption(parser):
     parser.addoption("--impl", default="solutions", choices=("labs", "solutions"),
                      help="grade labs/ (your code) or solutions/ (the reference)")
+

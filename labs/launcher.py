@@ -465,7 +465,9 @@ def _blocked_lines(statuses, timings=True):
         elif s.get("note"):
             line = f"  rank {r}: {s['note']}"
         else:
-            line = f"  rank {r}: not inside a torch.distributed call (last: {s.get('last')})"
+            last = s.get("last")
+            line = (f"  rank {r}: not inside a torch.distributed call "
+                    + (f"(its last call: {last})" if last else "(it had made none)"))
         if s.get("outstanding"):
             line += "; posted, not completed: " + ", ".join(s["outstanding"])
         lines.append(line)
