@@ -145,13 +145,14 @@ def _worker(rank, world_size, fn_bytes, args_bytes, store_port, pg_timeout, thre
                               timeout=datetime.timedelta(seconds=pg_timeout))
         dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size,
                                 timeout=datetime.timedelta(seconds=pg_timeout))
-        try:
-            value = fn(rank, world_size, *args)
-        finally:
-            if dist.is_initialized():
-                dist.destroy_process_group()
-        payload = pickle.dumps(("ok", value, [e.as_dict() for e in tracer.events]))
+        value = fn(rank, world_size, *args)
+        # Only on success: destroying the group after an error would close this rank's
+        # connections, and its peers would report that instead of what they wait for.
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        payload, failed = pickle.dumps(("ok", value, [e.as_dict() for e in tracer.events])), False
     except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
+        failed = True
         status = tracer.status()
         status["error"] = f"{type(exc).__name__}: {exc}"
         payload = pickle.dumps(("error", traceback.format_exc(), status,
@@ -165,6 +166,11 @@ def _worker(rank, world_size, fn_bytes, args_bytes, store_port, pg_timeout, thre
         except Exception as exc:  # noqa: BLE001
             conn.send_bytes(pickle.dumps(("error", f"could not send the result: {exc}",
                                           tracer.status(), [], str(exc))))
+    if failed:
+        # Linger instead of exiting: a dead process closes its gloo connections, and its
+        # peers would then report "Connection closed by peer" instead of what they were
+        # really waiting for. The parent asks them, then kills everyone.
+        threading.Event().wait(600)
     conn.close()
     # Skip interpreter teardown: gloo's threads and the TCPStore are already done with,
     # and os._exit avoids atexit handlers inherited from the fork server.
@@ -304,7 +310,11 @@ def launch(fn, world_size: int = 2, args=(), timeout: float = 30.0, *,
     seconds = time.perf_counter() - started
     if not quiet:
         _replay(outputs)
-    _raise_if_failed(outcome, outputs, timeout, pg_timeout, seconds)
+    try:
+        _raise_if_failed(outcome, outputs, timeout, pg_timeout, seconds)
+    except (WorkerError, HangError) as exc:
+        exc.outputs = outputs   # everything the workers printed, C++ log lines included
+        raise
 
     results = Results(outcome["values"][r] for r in range(world_size))
     outputs = {r: outputs.get(r, "") for r in range(world_size)}
@@ -427,10 +437,17 @@ def _read_outputs(out_dir, world_size):
     return outputs
 
 
+# C++ log lines from gloo/c10d ("[E1130 02:28:04.344 ProcessGroupGloo.cpp:67] ..."). When one
+# rank fails, its peers log connection errors at racy moments; the exception already says
+# what happened, so the replay leaves these out (they stay in `.outputs`).
+_CPP_LOG_LINE = re.compile(r"^\[[EWIF]\d{4} \d\d:\d\d:\d\d")
+
+
 def _replay(outputs):
     for r in sorted(outputs):
         for line in outputs[r].splitlines():
-            print(f"[rank {r}] {line}")
+            if not _CPP_LOG_LINE.match(line):
+                print(f"[rank {r}] {line}")
     sys.stdout.flush()
 
 
@@ -477,11 +494,13 @@ def _blocked_lines(statuses, timings=True):
 def _raise_if_failed(outcome, outputs, timeout, pg_timeout, seconds):
     errors, deaths, statuses = outcome["errors"], outcome["deaths"], outcome["statuses"]
     gloo_timeouts = {r for r, e in errors.items() if _GLOO_TIMEOUT.search(e["summary"])}
-    if outcome["hang"] or (errors and set(errors) == gloo_timeouts and not deaths):
+    collateral = {r for r, e in errors.items() if _COLLATERAL.search(e["summary"])}
+    if outcome["hang"] or (gloo_timeouts and not deaths
+                           and set(errors) <= gloo_timeouts | collateral):
         why = (f"no result after the launch timeout ({timeout:g} s)" if outcome["hang"] else
                f"gloo's timeout ({pg_timeout:g} s) fired in rank(s) "
                f"{', '.join(map(str, sorted(gloo_timeouts)))}")
-        for r in gloo_timeouts:
+        for r in gloo_timeouts | collateral:
             statuses[r]["outstanding"] = statuses[r].get("outstanding", [])
             if not statuses[r].get("blocked_in"):
                 statuses[r]["note"] = errors[r]["summary"]
@@ -493,7 +512,6 @@ def _raise_if_failed(outcome, outputs, timeout, pg_timeout, seconds):
     if errors or deaths:
         # A rank that fails takes its connections down with it; its peers then fail with
         # "Connection closed by peer". Name the cause first; peers' tracebacks are noise.
-        collateral = {r for r, e in errors.items() if _COLLATERAL.search(e["summary"])}
         if collateral == set(errors) and not deaths:
             collateral = set()
         ranks = sorted((set(errors) | set(deaths)) - collateral)
