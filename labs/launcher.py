@@ -150,7 +150,13 @@ def _worker(rank, world_size, fn_bytes, args_bytes, store_port, pg_timeout, thre
         # connections, and its peers would report that instead of what they wait for.
         if dist.is_initialized():
             dist.destroy_process_group()
-        payload, failed = pickle.dumps(("ok", value, [e.as_dict() for e in tracer.events])), False
+        try:
+            payload = pickle.dumps(("ok", value, [e.as_dict() for e in tracer.events]))
+        except Exception as exc:  # noqa: BLE001
+            raise TypeError(f"rank {rank} returned a {type(value).__name__}, which cannot be "
+                            f"sent back to the notebook ({exc_summary(exc)}). Return tensors, "
+                            f"numbers, strings, lists or dicts.") from None
+        failed = False
     except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
         failed = True
         status = tracer.status()
