@@ -44,7 +44,10 @@ MAX_WORLD_SIZE = 32
 START_METHOD = "forkserver"
 # What the fork server imports once; lesson modules are *not* preloaded, so a reader's
 # edits to labs/*.py are picked up by the next launch without restarting the kernel.
-PRELOAD = ["torch", "torch.distributed", "labs.launcher"]
+# torch._dynamo: DistributedDataParallel's constructor imports it (about 3 s per process,
+# 13-19 s for 4 workers on a loaded 2-core machine); imported once here, every DDP launch
+# (lessons 06-08) forks it ready.
+PRELOAD = ["torch", "torch.distributed", "torch._dynamo", "labs.launcher"]
 # Environment variables a launch forwards to its workers at call time (the fork server's
 # own environment is frozen when it starts).
 FORWARDED_ENV_PREFIX = "P2P_COURSE_"
@@ -107,7 +110,7 @@ def _send(conn, kind, payload):
     conn.send_bytes(pickle.dumps((kind, payload)))
 
 
-def _listen_to_parent(conn, send_lock):
+def _listen_to_parent(conn, send_lock, all_done):
     """Background thread: answer status requests; exit the process if the parent is gone.
 
     It runs while the main thread sits inside a gloo call (gloo releases the GIL), which
@@ -115,9 +118,12 @@ def _listen_to_parent(conn, send_lock):
     """
     while True:
         try:
-            conn.recv_bytes()
+            message = conn.recv_bytes()
         except (EOFError, OSError):
             os._exit(70)    # parent died or closed: never outlive the launch
+        if message == b"all done":
+            all_done.set()
+            continue
         with send_lock:
             try:
                 _send(conn, "status", tracing.TRACER.status())
@@ -136,8 +142,11 @@ def _worker(rank, world_size, fn_bytes, args_bytes, store_port, pg_timeout, thre
     os.environ.update(env)
     torch.set_num_threads(threads)
     send_lock = threading.Lock()
-    threading.Thread(target=_listen_to_parent, args=(conn, send_lock), daemon=True).start()
+    all_done = threading.Event()
+    threading.Thread(target=_listen_to_parent, args=(conn, send_lock, all_done),
+                     daemon=True).start()
     tracer = tracing.install(rank)
+    phase = "connect"
     try:
         fn = pickle.loads(fn_bytes)
         args = pickle.loads(args_bytes)
@@ -145,11 +154,8 @@ def _worker(rank, world_size, fn_bytes, args_bytes, store_port, pg_timeout, thre
                               timeout=datetime.timedelta(seconds=pg_timeout))
         dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size,
                                 timeout=datetime.timedelta(seconds=pg_timeout))
+        phase = "run"
         value = fn(rank, world_size, *args)
-        # Only on success: destroying the group after an error would close this rank's
-        # connections, and its peers would report that instead of what they wait for.
-        if dist.is_initialized():
-            dist.destroy_process_group()
         try:
             payload = pickle.dumps(("ok", value, [e.as_dict() for e in tracer.events]))
         except Exception as exc:  # noqa: BLE001
@@ -162,7 +168,7 @@ def _worker(rank, world_size, fn_bytes, args_bytes, store_port, pg_timeout, thre
         status = tracer.status()
         status["error"] = f"{type(exc).__name__}: {exc}"
         payload = pickle.dumps(("error", traceback.format_exc(), status,
-                                [e.as_dict() for e in tracer.events], exc_summary(exc)))
+                                [e.as_dict() for e in tracer.events], exc_summary(exc), phase))
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -172,11 +178,13 @@ def _worker(rank, world_size, fn_bytes, args_bytes, store_port, pg_timeout, thre
         except Exception as exc:  # noqa: BLE001
             conn.send_bytes(pickle.dumps(("error", f"could not send the result: {exc}",
                                           tracer.status(), [], str(exc))))
-    if failed:
-        # Linger instead of exiting: a dead process closes its gloo connections, and its
-        # peers would then report "Connection closed by peer" instead of what they were
-        # really waiting for. The parent asks them, then kills everyone.
-        threading.Event().wait(600)
+    # Do not exit (which closes this rank's gloo connections) before every rank is done:
+    # a peer still connecting or receiving would fail with "Connection closed by peer"
+    # instead of finishing, or instead of reporting what it really waits for. After an
+    # error the parent asks the others, then kills everyone; after success it says so.
+    all_done.wait(None if failed else 600)
+    if not failed and dist.is_initialized():
+        dist.destroy_process_group()
     conn.close()
     # Skip interpreter teardown: gloo's threads and the TCPStore are already done with,
     # and os._exit avoids atexit handlers inherited from the fork server.
@@ -285,6 +293,34 @@ def launch(fn, world_size: int = 2, args=(), timeout: float = 30.0, *,
     worker_env.update({str(k): str(v) for k, v in (env or {}).items()})
 
     ctx = _context()
+    for attempt in (1, 2):
+        started = time.perf_counter()
+        outcome, outputs = _run_workers(ctx, fn, world_size, args, timeout, pg_timeout,
+                                        threads, worker_env)
+        # gloo occasionally fails to connect its full mesh on a heavily loaded machine
+        # ("connectFullMesh failed ... Connection reset by peer") before any user code ran
+        # (pytorch#53270). That says nothing about the lesson: start fresh workers once.
+        if attempt == 1 and _only_failed_connecting(outcome):
+            continue
+        break
+    seconds = time.perf_counter() - started
+    if not quiet:
+        _replay(outputs)
+    try:
+        _raise_if_failed(outcome, outputs, timeout, pg_timeout, seconds)
+    except (WorkerError, HangError) as exc:
+        exc.outputs = outputs   # everything the workers printed, C++ log lines included
+        raise
+
+    results = Results(outcome["values"][r] for r in range(world_size))
+    outputs = {r: outputs.get(r, "") for r in range(world_size)}
+    results.outputs, results.seconds = outputs, seconds
+    results.trace = _merge_traces(outcome["events"])
+    return results
+
+
+def _run_workers(ctx, fn, world_size, args, timeout, pg_timeout, threads, worker_env):
+    """One attempt: start the workers, supervise them, stop them. Returns (outcome, outputs)."""
     out_dir = tempfile.mkdtemp(prefix="p2p-launch-")
     # The rendezvous: a store only this launch knows the port of.
     store = dist.TCPStore("127.0.0.1", 0, world_size, is_master=True,
@@ -313,20 +349,13 @@ def launch(fn, world_size: int = 2, args=(), timeout: float = 30.0, *,
             parent_end.close()
         shutil.rmtree(out_dir, ignore_errors=True)
         del store
-    seconds = time.perf_counter() - started
-    if not quiet:
-        _replay(outputs)
-    try:
-        _raise_if_failed(outcome, outputs, timeout, pg_timeout, seconds)
-    except (WorkerError, HangError) as exc:
-        exc.outputs = outputs   # everything the workers printed, C++ log lines included
-        raise
+    return outcome, outputs
 
-    results = Results(outcome["values"][r] for r in range(world_size))
-    outputs = {r: outputs.get(r, "") for r in range(world_size)}
-    results.outputs, results.seconds = outputs, seconds
-    results.trace = _merge_traces(outcome["events"])
-    return results
+
+def _only_failed_connecting(outcome) -> bool:
+    errors = outcome["errors"]
+    return bool(errors) and not outcome["deaths"] and not outcome["hang"] and all(
+        e.get("phase") == "connect" and _COLLATERAL.search(e["summary"]) for e in errors.values())
 
 
 _LAST: dict = {"pids": []}
@@ -379,7 +408,8 @@ def _supervise(procs, conns, deadline, timeout, pg_timeout):
             if kind == "ok":
                 values[rank], events[rank] = rest[0], rest[1]
             elif kind == "error":
-                errors[rank] = {"traceback": rest[0], "summary": rest[3]}
+                errors[rank] = {"traceback": rest[0], "summary": rest[3],
+                                "phase": rest[4] if len(rest) > 4 else "run"}
                 statuses[rank], events[rank] = rest[1], rest[2]
                 first_failure = first_failure or time.perf_counter()
             else:
@@ -388,8 +418,22 @@ def _supervise(procs, conns, deadline, timeout, pg_timeout):
     if pending:
         # Ask the ranks that are still running what they are blocked in.
         statuses.update(_ask_status(procs, conns, pending))
+    elif not errors and not deaths:
+        _release(procs, conns)
     return {"values": values, "errors": errors, "events": events, "statuses": statuses,
             "deaths": deaths, "pending": sorted(pending), "hang": hang_reason}
+
+
+def _release(procs, conns, wait=2.0):
+    """Every rank has returned: let them destroy the group and exit on their own."""
+    for c in conns:
+        try:
+            c.send_bytes(b"all done")
+        except OSError:
+            pass
+    until = time.perf_counter() + wait
+    for p in procs:
+        p.join(max(0.0, until - time.perf_counter()))
 
 
 def _ask_status(procs, conns, ranks, wait=1.0):

@@ -1,67 +1,242 @@
-"""Plots shared by every lesson: per-rank timelines from a traced run.
+"""Plots shared by every lesson: per-rank timelines of a traced run, and a scrubber.
 
     results = launch(fn, 4)
-    timeline(results.trace, title="ring shift")
+    timeline(results.trace, title="ring shift")    # the whole run, one picture
+    scrub(results.trace)                           # a slider: the run, event by event
+    print(summary(results.trace))                  # the same calls as stable text
 
-One lane per rank; one bar per call from post to completion (hatched: a non-blocking op
-in flight; solid: the rank's thread sat in the call; grey: compute spans marked with
-`labs.tracing.span`); an arrow from each send to the receive it matched (gloo matches in
-FIFO order per (sender, receiver, tag)).
+One lane per rank. Each call is a bar from the moment it was posted to the moment it
+completed: solid for calls the rank's thread sat in (send, recv, wait, collectives),
+pale and hatched for a non-blocking isend/irecv in flight, grey for compute spans marked
+with `labs.tracing.span`. Bars of one rank that overlap in time are stacked inside its
+lane (the thread's calls on top, requests in flight below). An arrow joins each send to
+the receive it matched (gloo matches FIFO per (sender, receiver, tag)); it starts when
+both sides had been posted -- the earliest the data could move -- and ends when the
+receive completed. A red dashed outline marks a call that never completed. (An isend or
+irecv bar ends when the program saw it complete: at its wait() or is_completed().)
 """
 from __future__ import annotations
 
 from collections import defaultdict, deque
 
 import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 COLORS = {"send": "tab:red", "isend": "tab:red", "recv": "tab:blue", "irecv": "tab:blue",
           "wait": "tab:purple", "compute": "tab:gray"}
+COLLECTIVE_COLOR = "tab:green"
+SENDS, RECVS = ("send", "isend"), ("recv", "irecv")
 
 
 def match_pairs(events):
-    """[(send_event, recv_event)] matched as gloo does: FIFO per (src, dst, tag)."""
+    """[(send_event, recv_event)] matched as gloo does: FIFO per (src, dst, tag).
+    Receives from any source (peer None) are not matched: the trace does not say who sent."""
     queues = defaultdict(deque)
     pairs = []
-    sends = sorted((e for e in events if e.op in ("send", "isend")), key=lambda e: e.t_post)
-    for e in sends:
+    for e in sorted((e for e in events if e.op in SENDS), key=lambda e: e.t_post):
         queues[(e.rank, e.peer, e.tag)].append(e)
-    for e in sorted((e for e in events if e.op in ("recv", "irecv")), key=lambda e: e.t_post):
+    for e in sorted((e for e in events if e.op in RECVS), key=lambda e: e.t_post):
         q = queues.get((e.peer, e.rank, e.tag))
         if q:
             pairs.append((q.popleft(), e))
     return pairs
 
 
-def timeline(events, title="", ax=None, arrows=True, unit="ms"):
-    """Draw a traced run; returns the matplotlib Axes."""
+def _short(e) -> str:
+    if e.op in SENDS:
+        return f"{e.op}\u2192{e.peer}"
+    if e.op in RECVS:
+        return f"{e.op}\u2190{'any' if e.peer is None else e.peer}"
+    if e.op == "compute":
+        return e.label or "compute"
+    return e.op
+
+
+def _color(e) -> str:
+    return COLORS.get(e.op, COLLECTIVE_COLOR)
+
+
+def _rows(events, end):
+    """Row of each event inside its lane: the thread's own calls first (they only overlap
+    when a span encloses calls), then requests in flight; greedy, no overlaps in a row."""
+    row_of, nrows = {}, 0
+    for group in ([e for e in events if e.blocking], [e for e in events if not e.blocking]):
+        ends = []
+        for e in sorted(group, key=lambda e: e.t_post):
+            t_done = e.t_done if e.t_done is not None else end
+            for i, last in enumerate(ends):
+                if e.t_post >= last:
+                    ends[i], row_of[id(e)] = t_done, nrows + i
+                    break
+            else:
+                ends.append(t_done)
+                row_of[id(e)] = nrows + len(ends) - 1
+        nrows += len(ends)
+    return row_of, max(nrows, 1)
+
+
+def timeline(events, title="", ax=None, arrows=True, unit="ms", *, upto=None,
+             highlight=None, labels=True, legend=True):
+    """Draw a traced run; returns the matplotlib Axes.
+
+    upto:      only what had happened by this time (seconds, the trace's clock): later
+               calls are hidden, calls still running are drawn up to `upto`.
+    highlight: an event to outline in black (the scrubber's current step).
+    """
     scale = 1e3 if unit == "ms" else 1.0
     ranks = sorted({e.rank for e in events}) or [0]
+    # Rows inside each lane come from the whole run, so bars keep their place while scrubbing.
+    full_end = max([e.t_done or e.t_post for e in events] + [1e-6])
+    rows, nrows = {}, {}
+    for r in ranks:
+        rows_r, nrows[r] = _rows([e for e in events if e.rank == r], full_end)
+        rows.update(rows_r)
+    if upto is not None:
+        events = [e for e in events if e.t_post <= upto]
     end = max([e.t_done or e.t_post for e in events] + [1e-6])
+    if upto is not None:
+        end = max(upto, 1e-6)
+
+    def done(e):
+        if e.t_done is None or (upto is not None and e.t_done > upto):
+            return None
+        return e.t_done
+
     if ax is None:
+        # This size is part of the figure's text repr, which nbval compares: keep it.
         _, ax = plt.subplots(figsize=(9, 0.7 + 0.6 * len(ranks)))
+    lane_h = 0.8
+
+    def y_of(e):
+        n = nrows[e.rank]
+        return ranks.index(e.rank) - lane_h / 2 + (rows[id(e)] + 0.5) * lane_h / n
+
+    never = False
     for e in events:
-        if e.op not in COLORS and e.t_done is None:
-            continue
-        lane = ranks.index(e.rank)
-        t_done = e.t_done if e.t_done is not None else end   # never completed: to the end
-        width = max((t_done - e.t_post) * scale, end * scale * 0.002)
-        ax.barh(lane, width, left=e.t_post * scale, height=0.55,
-                color=COLORS.get(e.op, "tab:green"), alpha=0.35 if not e.blocking else 0.85,
-                hatch="//" if not e.blocking else None, edgecolor="black", linewidth=0.3)
+        t_done = done(e)
+        running = t_done is None
+        finished_late = running and upto is None     # the run ended with it incomplete
+        never |= finished_late
+        right = t_done if t_done is not None else end
+        width = max((right - e.t_post) * scale, full_end * scale * 0.003)
+        height = lane_h / nrows[e.rank] * 0.82
+        pale = not e.blocking or running
+        edge, lw, ls = "black", 0.3, "-"
+        if finished_late:
+            edge, lw, ls = "red", 1.3, "--"
+        if highlight is not None and e is highlight:
+            edge, lw, ls = "black", 2.2, "-"
+        ax.barh(y_of(e), width, left=e.t_post * scale, height=height, color=_color(e),
+                alpha=0.4 if pale else 0.85, hatch="//" if not e.blocking else None,
+                edgecolor=edge, linewidth=lw, linestyle=ls)
+        if e.error and e.t_error is not None and (upto is None or e.t_error <= upto):
+            ax.plot([e.t_error * scale], [y_of(e)], marker="x", color="red", markersize=8)
+        if labels and width >= 0.07 * full_end * scale and height > 0.15:
+            ax.text(e.t_post * scale + width / 2, y_of(e), _short(e), ha="center",
+                    va="center", fontsize=7, clip_on=True)
     if arrows:
         for s, r in match_pairs(events):
-            if s.t_done is None or r.t_done is None:
+            r_done = done(r)
+            if r_done is None:
                 continue
-            x0, x1 = s.t_post * scale, max(r.t_done, s.t_post) * scale
-            ax.annotate("", xy=(x1, ranks.index(r.rank)), xytext=(x0, ranks.index(s.rank)),
-                        arrowprops=dict(arrowstyle="->", color="black", lw=0.8, alpha=0.7))
+            x0 = max(s.t_post, r.t_post) * scale
+            ax.annotate("", xy=(r_done * scale, y_of(r)), xytext=(x0, y_of(s)),
+                        arrowprops=dict(arrowstyle="-|>", color="black", lw=0.9, alpha=0.75,
+                                        shrinkA=0, shrinkB=0))
     ax.set_yticks(range(len(ranks)), [f"rank {r}" for r in ranks])
-    ax.invert_yaxis()
+    ax.set_ylim(len(ranks) - 0.5, -0.5)
+    if upto is not None:        # the whole run's extent, and a line at "now"
+        ax.axvline(upto * scale, color="black", lw=0.8, ls=":")
+    ax.set_xlim(0, max(end, full_end) * scale * 1.02)
     ax.set_xlabel(f"time ({unit})")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in
-               ("tab:red", "tab:blue", "tab:purple", "tab:green", "tab:gray")]
-    ax.legend(handles, ["send", "recv", "wait", "collective", "compute"],
-              loc="upper right", fontsize=7, ncol=5, bbox_to_anchor=(1, 1.25))
+    if legend:
+        handles = [Patch(facecolor="tab:red", alpha=0.85, label="send (blocking)"),
+                   Patch(facecolor="tab:red", alpha=0.4, hatch="//", label="isend in flight"),
+                   Patch(facecolor="tab:blue", alpha=0.85, label="recv (blocking)"),
+                   Patch(facecolor="tab:blue", alpha=0.4, hatch="//", label="irecv in flight"),
+                   Patch(facecolor="tab:purple", alpha=0.85, label="wait"),
+                   Patch(facecolor=COLLECTIVE_COLOR, alpha=0.85, label="collective"),
+                   Patch(facecolor="tab:gray", alpha=0.85, label="compute (span)"),
+                   Line2D([], [], color="black", marker=">", markersize=5,
+                          label="matched pair: data moves")]
+        if never:
+            handles.append(Patch(facecolor="white", edgecolor="red", linestyle="--",
+                                 label="never completed"))
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7,
+                  frameon=False, borderaxespad=0.0)
     if title:
         ax.set_title(title, loc="left", fontsize=10)
     return ax
+
+
+# ----------------------------------------------------------------------------------------
+# Step by step
+# ----------------------------------------------------------------------------------------
+
+def moments(events):
+    """The run as a list of moments in time order: (t, rank, verb, event). Every call has
+    a start ('calls', 'posts', 'starts') and, if it finished, an end ('returns from',
+    'sees complete', 'ends')."""
+    out = []
+    for e in events:
+        start, finish = (("starts", "ends") if e.op == "compute" else
+                         ("calls", "returns from") if e.blocking else
+                         ("posts", "sees complete"))
+        out.append((e.t_post, 0, e.rank, start, e))
+        if e.t_done is not None:
+            out.append((e.t_done, 1, e.rank, finish, e))
+    out.sort(key=lambda m: (m[0], m[1], m[2]))
+    return [(t, rank, verb, e) for t, _, rank, verb, e in out]
+
+
+def describe_moment(moment, unit="ms") -> str:
+    t, rank, verb, e = moment
+    scale = 1e3 if unit == "ms" else 1.0
+    return f"t = {t * scale:.3f} {unit}: rank {rank} {verb} {e.describe()}"
+
+
+def summary(events) -> str:
+    """Each rank's calls in order, and whether each completed: stable text (no timings)."""
+    lines = []
+    for r in sorted({e.rank for e in events}):
+        calls = [f"{e.describe()}{'' if e.t_done is not None else ' [never completed]'}"
+                 for e in events if e.rank == r]
+        line = f"rank {r}: "
+        for i, call in enumerate(calls):       # break lines between calls, never inside one
+            piece = call + (";" if i < len(calls) - 1 else "")
+            if len(line) + len(piece) > 100 and line.strip() != f"rank {r}:":
+                lines.append(line.rstrip())
+                line = " " * len(f"rank {r}: ")
+            line += piece + " "
+        lines.append(line.rstrip())
+    return "\n".join(lines)
+
+
+def scrub(events, title="", unit="ms"):
+    """An ipywidgets view of a recorded run: drag "step" to redraw the timeline up to that
+    moment; the text under it says what happened then. Returns the widget (display it)."""
+    import ipywidgets as widgets
+
+    steps = moments(events)
+    if not steps:
+        raise ValueError("the trace is empty: nothing to scrub through")
+    out = widgets.Output()
+    slider = widgets.IntSlider(value=0, min=0, max=len(steps) - 1, description="step",
+                               continuous_update=True)
+    play = widgets.Play(value=0, min=0, max=len(steps) - 1, interval=600, description="play")
+    widgets.jslink((play, "value"), (slider, "value"))
+
+    def show(change=None):
+        k = slider.value
+        with out:
+            out.clear_output(wait=True)
+            t, _, _, e = steps[k]
+            timeline(events, title=title or f"step {k} of {len(steps) - 1}", upto=t,
+                     highlight=e, unit=unit)
+            plt.show()
+            print(f"step {k}: {describe_moment(steps[k], unit)}")
+
+    slider.observe(show, names="value")
+    show()
+    return widgets.VBox([widgets.HBox([play, slider]), out])

@@ -54,6 +54,8 @@ class Event:
         """'isend(to 1, tag 0, 10 x float32)' -- the words HangError uses."""
         if self.op == "compute":
             return f"compute '{self.label}'"
+        if self.op == "wait" and self.label:
+            return f"wait() on {self.label}"
         size = f"{self.numel} x {self.dtype}" if self.dtype else ""
         if self.op in ("send", "isend"):
             where = f"to {self.peer}"

@@ -11,9 +11,9 @@ and every rank prints `rank R result: <value>`. These tests check that the three
 print the same results. Each subprocess runs in its own process group with a timeout;
 on any failure the whole group is killed, and each test proves nothing is left running.
 
-Which modules: the lessons a reader takes to a cluster (ring, gradients), whichever
-already have a demo; labs.welcome while neither has one yet. Set
-P2P_COURSE_TORCHRUN_MODULES="all" (or a comma-separated list) to check other modules too.
+Which modules: the lessons a reader takes to a cluster, ring and gradients (each run costs
+a torch import per process, so not every lesson runs in `make test`). To check others:
+P2P_COURSE_TORCHRUN_MODULES=all (every lab module with a demo) or a list, "p2p,batching".
 """
 from __future__ import annotations
 
@@ -38,9 +38,31 @@ RESULT = re.compile(r"^rank (\d+) result: (.*)$")
 pytestmark = pytest.mark.slow
 
 
+# If pytest itself is killed (a CI timeout, ^C twice), its teardown never runs; children
+# that live in a session of their own would then outlive it. On Linux they get SIGKILL
+# when this process dies instead (PR_SET_PDEATHSIG); elsewhere this does nothing.
+try:
+    import ctypes
+    _LIBC = ctypes.CDLL(None, use_errno=True)
+    _PRCTL = _LIBC.prctl if sys.platform.startswith("linux") else None
+except (OSError, AttributeError):
+    _PRCTL = None
+
+
+def _die_with(parent: int):
+    """A preexec_fn (runs in the child between fork and exec): die with `parent`."""
+    def preexec():
+        if _PRCTL is not None:
+            _PRCTL(1, signal.SIGKILL)       # 1 = PR_SET_PDEATHSIG
+            if os.getppid() != parent:      # it died before prctl took effect
+                os._exit(1)
+    return preexec
+
+
 def _has_demo(module: str) -> bool:
     path = ROOT / "labs" / f"{module}.py"
-    return path.is_file() and "cli.main(demo" in path.read_text()
+    text = path.read_text() if path.is_file() else ""
+    return "\ndef demo(" in text and "cli.main(demo" in text
 
 
 def _modules() -> list[str]:
@@ -49,8 +71,7 @@ def _modules() -> list[str]:
         return sorted(p.stem for p in (ROOT / "labs").glob("*.py") if _has_demo(p.stem))
     if chosen:
         return [m.strip() for m in chosen.split(",") if m.strip()]
-    cluster_lessons = [m for m in ("ring", "gradients") if _has_demo(m)]
-    return cluster_lessons or ["welcome"]
+    return ["ring", "gradients"]
 
 
 MODULES = _modules()
@@ -63,9 +84,11 @@ def _torchrun() -> list[str]:
 
 def _env() -> dict:
     env = dict(os.environ)
-    env.update(OMP_NUM_THREADS="1", P2P_COURSE_SOLUTIONS="1", PYTHONUNBUFFERED="1")
-    # What a reader's shell would have: no pytest/xdist variables.
-    for key in [k for k in env if k.startswith("PYTEST_")]:
+    env.update(OMP_NUM_THREADS="1", P2P_COURSE_SOLUTIONS="1")
+    # What a reader's shell would have: no pytest/xdist variables. And buffered stdout:
+    # with PYTHONUNBUFFERED, print() writes the text and its newline separately, and the
+    # lines of processes sharing torchrun's stdout can interleave mid-line.
+    for key in [k for k in env if k.startswith("PYTEST_") or k == "PYTHONUNBUFFERED"]:
         env.pop(key)
     return env
 
@@ -121,7 +144,8 @@ def run_all(commands: dict[str, list[str]], timeout: float = TIMEOUT) -> dict[st
         for name, cmd in commands.items():
             procs[name] = subprocess.Popen(
                 cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+                stdin=subprocess.DEVNULL, text=True, start_new_session=True,
+                preexec_fn=_die_with(os.getpid()))
         outputs, failures = {}, []
         deadline = time.monotonic() + timeout
         for name, proc in procs.items():
@@ -166,22 +190,23 @@ def parse(text: str, what: str) -> dict[int, str]:
     return results
 
 
-def local_run(module: str, world_size: int) -> dict[int, str]:
-    """The reference: `python -m labs.<module> --world-size N` (runs through launch)."""
-    cmd = [sys.executable, "-m", f"labs.{module}", "--world-size", str(world_size)]
-    out = run_all({"local": cmd})["local"]
-    results = parse(out, " ".join(cmd))
-    assert sorted(results) == list(range(world_size)), f"expected one line per rank:\n{out}"
-    return results
-
-
 _reference: dict = {}
 
 
-def reference(module: str, world_size: int) -> dict[int, str]:
-    if (module, world_size) not in _reference:
-        _reference[module, world_size] = local_run(module, world_size)
-    return _reference[module, world_size]
+def run_beside_reference(module: str, commands: dict[str, list[str]]):
+    """Run `commands`; the first time for `module`, run the reference alongside them:
+    `python -m labs.<module> --world-size N` (the notebook launcher, labs.launch).
+    Returns (outputs of `commands`, the reference's {rank: value})."""
+    local = [sys.executable, "-m", f"labs.{module}", "--world-size", str(WORLD_SIZE)]
+    first = module not in _reference
+    outs = run_all({**commands, "local": local} if first else commands)
+    if first:
+        text = outs.pop("local")
+        results = parse(text, " ".join(local))
+        assert sorted(results) == list(range(WORLD_SIZE)), \
+            f"`{' '.join(local)}` should print one line per rank:\n{text}"
+        _reference[module] = results
+    return outs, _reference[module]
 
 
 def assert_same(got: dict[int, str], expected: dict[int, str], what: str, text: str):
@@ -194,9 +219,11 @@ def assert_same(got: dict[int, str], expected: dict[int, str], what: str, text: 
 
 @pytest.mark.parametrize("module", MODULES)
 def test_standalone_matches_launch(module):
+    assert _has_demo(module), f"labs/{module}.py should end with `cli.main(demo)`"
     cmd = _torchrun() + ["--standalone", f"--nproc-per-node={WORLD_SIZE}", "-m", f"labs.{module}"]
-    out = run_all({"torchrun": cmd})["torchrun"]
-    assert_same(parse(out, "torchrun"), reference(module, WORLD_SIZE),
+    outs, expected = run_beside_reference(module, {"torchrun": cmd})
+    out = outs["torchrun"]
+    assert_same(parse(out, "torchrun"), expected,
                 f"torchrun --standalone --nproc-per-node={WORLD_SIZE} -m labs.{module}", out)
 
 
@@ -216,13 +243,13 @@ def test_two_nodes_match_launch(module):
             f"--rdzv-id=p2p-{module}-{port}", f"--rdzv-conf=is_host={int(node_rank == 0)}",
             "--local-addr=127.0.0.1", "-m", f"labs.{module}"]
 
-    outs = run_all({"node 0": node(0), "node 1": node(1)})
+    outs, expected = run_beside_reference(module, {"node 0": node(0), "node 1": node(1)})
     per = {name: parse(text, name) for name, text in outs.items()}
     text = "\n".join(f"--- {name} ---\n{t}" for name, t in outs.items())
     for name, results in per.items():
         assert len(results) == per_node, f"{name} should run {per_node} ranks:\n{text}"
     merged = {**per["node 0"], **per["node 1"]}
-    assert_same(merged, reference(module, WORLD_SIZE),
+    assert_same(merged, expected,
                 f"two torchrun nodes x {per_node} processes, labs.{module}", text)
 
 
