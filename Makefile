@@ -27,7 +27,7 @@ $(STAMP): requirements.txt pyproject.toml
 	@touch $(STAMP)
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=. notebooks/00_welcome.ipynb
+	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --notebook-dir=. notebooks/00_welcome.ipynb
 
 test: $(STAMP) browser-deps
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile

@@ -62,7 +62,10 @@ def main(demo, default_world_size: int = 4, argv=None) -> None:
             # As for a local run: call labs.<lesson>.demo, not the copy in __main__, so
             # exercise stubs know their module (solutions.<lesson>, not solutions.__main__).
             value = _importable(demo)(rank, world_size)
-            print(format_result(rank, value), flush=True)
+            # One write per line: with PYTHONUNBUFFERED=1, print() writes the text and the
+            # newline separately, and ranks sharing a terminal interleave mid-line.
+            sys.stdout.write(format_result(rank, value) + "\n")
+            sys.stdout.flush()
         finally:
             dist.destroy_process_group()
         return

@@ -60,7 +60,8 @@ class WorkerError(RuntimeError):
     """One or more workers raised or died.
 
     `.ranks` (the ranks that failed first), `.causes` (rank -> "ValueError: ..." or
-    "was killed by signal SIGABRT"), `.tracebacks` (rank -> text), `.statuses`.
+    "was killed by signal SIGABRT"), `.tracebacks` (rank -> text), `.statuses`,
+    `.outputs` (rank -> what it printed), `.trace` (the calls each rank made up to then).
     """
 
     def __init__(self, message, ranks=(), tracebacks=None, statuses=None, causes=None):
@@ -76,7 +77,8 @@ class WorkerError(RuntimeError):
 
 
 class HangError(TimeoutError):
-    """The workers stopped making progress. `.statuses`: rank -> what it was blocked in."""
+    """The workers stopped making progress. `.statuses`: rank -> what it was blocked in;
+    `.outputs` and `.trace` as for WorkerError (the trace shows the calls that never ended)."""
 
     def __init__(self, message, statuses=None):
         super().__init__(message)
@@ -126,7 +128,9 @@ def _listen_to_parent(conn, send_lock, all_done):
             continue
         with send_lock:
             try:
-                _send(conn, "status", tracing.TRACER.status())
+                status = tracing.TRACER.status()
+                status["events"] = [e.as_dict() for e in list(tracing.TRACER.events)]
+                _send(conn, "status", status)
             except (OSError, ValueError):
                 os._exit(70)
 
@@ -310,6 +314,11 @@ def launch(fn, world_size: int = 2, args=(), timeout: float = 30.0, *,
         _raise_if_failed(outcome, outputs, timeout, pg_timeout, seconds)
     except (WorkerError, HangError) as exc:
         exc.outputs = outputs   # everything the workers printed, C++ log lines included
+        # What each rank did up to the failure (ranks that died without a word: nothing).
+        events = dict(outcome["events"])
+        for r, status in outcome["statuses"].items():
+            events.setdefault(r, status.pop("events", []))
+        exc.trace = _merge_traces(events)
         raise
 
     results = Results(outcome["values"][r] for r in range(world_size))

@@ -151,6 +151,8 @@ def test_head_to_head_blocking_sends_hang_and_are_diagnosed(no_leftover_workers)
     assert "rank 1: blocked in send(to 0, tag 0, 10 x float32)" in brief
     pids = last_worker_pids()
     assert len(pids) == 2 and not [p for p in pids if alive(p)]
+    sends = [(e.rank, e.op, e.peer, e.t_done) for e in info.value.trace]
+    assert sends == [(0, "send", 1, None), (1, "send", 0, None)], "the trace shows the stuck calls"
 
 
 def test_hang_past_the_deadline_reports_live_ranks(no_leftover_workers):
