@@ -135,8 +135,8 @@ def _listen_to_parent(conn, send_lock, all_done):
                 os._exit(70)
 
 
-def _worker(rank, world_size, fn_bytes, args_bytes, store_port, pg_timeout, threads, env,
-            out_path, conn):
+def _worker(rank, world_size, fn_bytes, args_bytes, store_port, pg_timeout, connect_timeout,
+            threads, env, out_path, conn):
     # Own output file, at the file-descriptor level so C++ (gloo) messages land there too.
     out = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(out, 1)
@@ -154,10 +154,13 @@ def _worker(rank, world_size, fn_bytes, args_bytes, store_port, pg_timeout, thre
     try:
         fn = pickle.loads(fn_bytes)
         args = pickle.loads(args_bytes)
+        # Joining gets the whole launch timeout (on a loaded machine a rank may start late);
+        # the short pg_timeout applies to the operations fn makes.
         store = dist.TCPStore("127.0.0.1", store_port, world_size, is_master=False,
-                              timeout=datetime.timedelta(seconds=pg_timeout))
+                              timeout=datetime.timedelta(seconds=connect_timeout))
         dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size,
-                                timeout=datetime.timedelta(seconds=pg_timeout))
+                                timeout=datetime.timedelta(seconds=connect_timeout))
+        dist.distributed_c10d._set_pg_timeout(datetime.timedelta(seconds=pg_timeout))
         phase = "run"
         value = fn(rank, world_size, *args)
         try:
@@ -334,7 +337,7 @@ def _run_workers(ctx, fn, world_size, args, timeout, pg_timeout, threads, worker
     # The rendezvous: a store only this launch knows the port of.
     store = dist.TCPStore("127.0.0.1", 0, world_size, is_master=True,
                           wait_for_workers=False,
-                          timeout=datetime.timedelta(seconds=pg_timeout))
+                          timeout=datetime.timedelta(seconds=timeout))
     pipes = [ctx.Pipe(duplex=True) for _ in range(world_size)]
     procs = []
     started = time.perf_counter()
@@ -343,7 +346,7 @@ def _run_workers(ctx, fn, world_size, args, timeout, pg_timeout, threads, worker
             p = ctx.Process(
                 target=_worker, daemon=True, name=f"p2p-rank{rank}",
                 args=(rank, world_size, pickle.dumps(fn), pickle.dumps(tuple(args)),
-                      store.port, pg_timeout, threads, worker_env,
+                      store.port, pg_timeout, timeout, threads, worker_env,
                       os.path.join(out_dir, f"rank{rank}.out"), pipes[rank][1]))
             p.start()
             pipes[rank][1].close()   # only the child holds its end: EOF tells it we are gone
