@@ -18,16 +18,10 @@ Exercises (write the bodies; `make check` grades them):
     checked_exchange(tensor, peer)          send shape/dtype first; ValueError on mismatch
 """
 import datetime
-import json
-import os
-import shutil
-import tempfile
-import threading
 
 import torch
 import torch.distributed as dist
 
-from labs import tracing
 from labs.exercises import exercise, todo
 
 # A demo that is meant to hang: gloo's own timeout (1.5 s, counted from the call that
@@ -342,42 +336,12 @@ PATTERNS = {
 }
 
 
-def _explore_worker(rank, world_size, pattern, numel, dump_dir, dump_after):
-    """Run one pattern and leave this rank's trace in dump_dir (the launcher does not hand
-    back the trace of a failed run): when it ends, or after `dump_after` s if it is still
-    blocked then (a rank that did not time out itself is killed with the others)."""
-    def dump():
-        events = [e.as_dict() for e in list(tracing.TRACER.events)]
-        path = os.path.join(dump_dir, f"rank{rank}.json")
-        with open(path + ".tmp", "w") as f:
-            json.dump(events, f)
-        os.replace(path + ".tmp", path)
-
-    # Start together: a rank that sits the pattern out must not exit (and close its
-    # connections) while the others are still setting theirs up.
+def _explore_worker(rank, world_size, pattern, numel):
+    """Run one pattern; the launcher hands back every rank's trace, also when it fails."""
+    # Start together: a rank that sits the pattern out returns at once, and the others
+    # should be past connecting before the pattern starts.
     dist.barrier()
-    timer = threading.Timer(dump_after, dump)
-    timer.daemon = True
-    timer.start()
-    try:
-        return PATTERNS[pattern](rank, world_size, numel)
-    finally:
-        timer.cancel()
-        dump()
-
-
-def _load_trace(dump_dir):
-    events = []
-    for name in sorted(os.listdir(dump_dir)):
-        if name.endswith(".json"):
-            with open(os.path.join(dump_dir, name)) as f:
-                events += [tracing.Event(**e) for e in json.load(f)]
-    if events:
-        t0 = min(e.t_post for e in events)
-        for e in events:
-            e.t_post -= t0
-            e.t_done = None if e.t_done is None else e.t_done - t0
-    return events
+    return PATTERNS[pattern](rank, world_size, numel)
 
 
 def _show(t, n=4):
@@ -409,35 +373,30 @@ def explore(pattern, world_size=2, numel=10, pg_timeout=1.5, plot=True):
     if pattern not in PATTERNS:
         raise ValueError(f"unknown pattern {pattern!r}; pick one of {list(PATTERNS)}")
     print(f"{pattern}: world size {world_size}, numel {numel}")
-    dump_dir = tempfile.mkdtemp(prefix="p2p-explore-")
     try:
-        try:
-            results = launch(_explore_worker, world_size,
-                             args=(pattern, numel, dump_dir, pg_timeout + 0.2),
-                             timeout=pg_timeout + 8, pg_timeout=pg_timeout, quiet=True)
-            wrong = corruption(results)
-            outcome = "silent corruption" if wrong else "ok"
-            print("silent corruption detected (no error was raised):" if wrong else
-                  "ok: completed, every receiver got exactly what was sent")
-            for rank, r in enumerate(results):
-                if not isinstance(r, dict):
-                    print(f"  rank {rank}: no receive to check")
-                elif _same(r["got"], r["expected"]):
-                    print(f"  rank {rank}: received {_show(r['got'])}: correct")
-                else:
-                    print(f"  rank {rank}: received {_show(r['got'])}, "
-                          f"but was sent {_show(r['expected'])}")
-        except HangError as exc:
-            outcome = "hang"
-            print("hang: HangError")
-            print(exc.brief())
-        except WorkerError as exc:
-            outcome = "error"
-            print("error: WorkerError")
-            print(exc.brief())
-        events = _load_trace(dump_dir)
-    finally:
-        shutil.rmtree(dump_dir, ignore_errors=True)
+        results = launch(_explore_worker, world_size, args=(pattern, numel),
+                         timeout=pg_timeout + 8, pg_timeout=pg_timeout, quiet=True)
+        events = results.trace
+        wrong = corruption(results)
+        outcome = "silent corruption" if wrong else "ok"
+        print("silent corruption detected (no error was raised):" if wrong else
+              "ok: completed, every receiver got exactly what was sent")
+        for rank, r in enumerate(results):
+            if not isinstance(r, dict):
+                print(f"  rank {rank}: no receive to check")
+            elif _same(r["got"], r["expected"]):
+                print(f"  rank {rank}: received {_show(r['got'])}: correct")
+            else:
+                print(f"  rank {rank}: received {_show(r['got'])}, "
+                      f"but was sent {_show(r['expected'])}")
+    except HangError as exc:
+        outcome, events = "hang", exc.trace
+        print("hang: HangError")
+        print(exc.brief())
+    except WorkerError as exc:
+        outcome, events = "error", exc.trace
+        print("error: WorkerError")
+        print(exc.brief())
     if plot and events:
         import matplotlib.pyplot as plt
 

@@ -154,13 +154,13 @@ def _worker(rank, world_size, fn_bytes, args_bytes, store_port, pg_timeout, conn
     try:
         fn = pickle.loads(fn_bytes)
         args = pickle.loads(args_bytes)
-        # Joining gets the whole launch timeout (on a loaded machine a rank may start late);
-        # the short pg_timeout applies to the operations fn makes.
+        # Reaching the store gets the whole launch timeout (on a loaded machine a rank may
+        # start late). gloo fixes its per-operation timeout when the group is created
+        # (_set_pg_timeout later does not change send/recv), so the group gets pg_timeout.
         store = dist.TCPStore("127.0.0.1", store_port, world_size, is_master=False,
                               timeout=datetime.timedelta(seconds=connect_timeout))
         dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size,
-                                timeout=datetime.timedelta(seconds=connect_timeout))
-        dist.distributed_c10d._set_pg_timeout(datetime.timedelta(seconds=pg_timeout))
+                                timeout=datetime.timedelta(seconds=pg_timeout))
         phase = "run"
         value = fn(rank, world_size, *args)
         try:
@@ -305,8 +305,9 @@ def launch(fn, world_size: int = 2, args=(), timeout: float = 30.0, *,
         outcome, outputs = _run_workers(ctx, fn, world_size, args, timeout, pg_timeout,
                                         threads, worker_env)
         # gloo occasionally fails to connect its full mesh on a heavily loaded machine
-        # ("connectFullMesh failed ... Connection reset by peer") before any user code ran
-        # (pytorch#53270). That says nothing about the lesson: start fresh workers once.
+        # ("connectFullMesh failed ... Connection reset by peer", or a rank that started
+        # later than pg_timeout) before any user code ran (pytorch#53270). That says
+        # nothing about the lesson: start fresh workers once.
         if attempt == 1 and _only_failed_connecting(outcome):
             continue
         break
@@ -365,9 +366,10 @@ def _run_workers(ctx, fn, world_size, args, timeout, pg_timeout, threads, worker
 
 
 def _only_failed_connecting(outcome) -> bool:
+    """Every failure happened while joining the group, before any user code ran."""
     errors = outcome["errors"]
     return bool(errors) and not outcome["deaths"] and not outcome["hang"] and all(
-        e.get("phase") == "connect" and _COLLATERAL.search(e["summary"]) for e in errors.values())
+        e.get("phase") == "connect" for e in errors.values())
 
 
 _LAST: dict = {"pids": []}

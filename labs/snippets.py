@@ -318,6 +318,8 @@ def average_gradients_fixed(model):
     """
     world_size, rank = dist.get_world_size(), dist.get_rank()
     for param in model.parameters():
+        if param.grad is None:      # frozen or unused: skipped (the same on every rank)
+            continue
         grad = param.grad.contiguous()
         received = [grad if peer == rank else torch.empty_like(grad)
                     for peer in range(world_size)]

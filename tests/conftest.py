@@ -1,5 +1,7 @@
+import ctypes
 import os
 import signal
+import sys
 
 import pytest
 
@@ -41,3 +43,23 @@ def no_leftover_workers():
     for p in left:
         os.kill(p, signal.SIGKILL)
     assert not left, f"worker processes left behind: {left}"
+
+
+# If pytest itself is killed (a CI timeout, ^C twice), its teardown never runs; children
+# that live in a session of their own would then outlive it. On Linux they get SIGKILL
+# when this process dies instead (PR_SET_PDEATHSIG); elsewhere this does nothing.
+try:
+    _LIBC = ctypes.CDLL(None, use_errno=True)
+    _PRCTL = _LIBC.prctl if sys.platform.startswith("linux") else None
+except (OSError, AttributeError):
+    _PRCTL = None
+
+
+def die_with(parent: int):
+    """A preexec_fn (runs in the child between fork and exec): die with `parent`."""
+    def preexec():
+        if _PRCTL is not None:
+            _PRCTL(1, signal.SIGKILL)       # 1 = PR_SET_PDEATHSIG
+            if os.getppid() != parent:      # it died before prctl took effect
+                os._exit(1)
+    return preexec

@@ -124,6 +124,7 @@ def test_worker_exception_names_rank_and_message(no_leftover_workers):
                                          ("kill", "was killed by signal SIGKILL"),
                                          ("abort", "was killed by signal SIGABRT")])
 def test_worker_death_is_reported_and_others_are_stopped(how, expect):
+    warm_up()
     t = time.perf_counter()
     with pytest.raises(WorkerError) as info:
         launch(die_on, 3, args=(2, how), timeout=30, quiet=True)
@@ -139,7 +140,13 @@ def test_worker_death_is_reported_and_others_are_stopped(how, expect):
 
 # -- hangs -------------------------------------------------------------------------------
 
+def warm_up():
+    """Start the fork server (once per process; its start-up is not part of any deadline)."""
+    launch(all_reduce_rank, 1, quiet=True)
+
+
 def test_head_to_head_blocking_sends_hang_and_are_diagnosed(no_leftover_workers):
+    warm_up()
     t = time.perf_counter()
     with pytest.raises(HangError) as info:
         launch(head_to_head, 2, timeout=3, quiet=True)
@@ -155,9 +162,19 @@ def test_head_to_head_blocking_sends_hang_and_are_diagnosed(no_leftover_workers)
     assert sends == [(0, "send", 1, None), (1, "send", 0, None)], "the trace shows the stuck calls"
 
 
+def test_gloo_timeout_not_the_deadline_ends_a_deadlock():
+    # pg_timeout, not the (much longer) launch deadline, bounds how long a hang takes.
+    warm_up()
+    t = time.perf_counter()
+    with pytest.raises(HangError, match=r"gloo's timeout \(1 s\) fired"):
+        launch(head_to_head, 2, timeout=20, pg_timeout=1, quiet=True)
+    assert time.perf_counter() - t < 8
+
+
 def test_hang_past_the_deadline_reports_live_ranks(no_leftover_workers):
     # gloo's own timeout (30 s) is longer than the launch deadline: the launcher asks the
     # still-running workers what they are blocked in.
+    warm_up()
     t = time.perf_counter()
     with pytest.raises(HangError) as info:
         launch(recv_only, 2, timeout=2, pg_timeout=30, quiet=True)

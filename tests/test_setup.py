@@ -63,7 +63,9 @@ def test_nbval_is_strict_everywhere():
         text = (ROOT / path).read_text()
         assert "--nbval-lax" not in text.replace("never `--nbval-lax`", "").replace(
             "never --nbval-lax", ""), f"{path} uses --nbval-lax"
-    assert "testpaths = tests notebooks" in (ROOT / "pytest.ini").read_text()
+    ini = (ROOT / "pytest.ini").read_text()
+    assert "testpaths = tests notebooks" in ini
+    assert re.search(r"addopts = .*--nbval\b", ini), "plain `pytest` must run the notebooks"
 
 
 def lesson_rows():
