@@ -33,7 +33,7 @@ test: $(STAMP) browser-deps
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile
 
 check: $(STAMP)
-	$(BIN)/python -m pytest -m grader --impl=labs tests -q -p no:randomly
+	$(BIN)/python -m pytest -m grader --impl=labs tests -q --tb=no -rN
 
 notebooks: $(STAMP)
 	$(BIN)/python -m pytest --nbval notebooks -n $(JOBS) --dist loadfile
