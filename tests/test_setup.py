@@ -98,3 +98,10 @@ def test_notebooks_are_committed_with_outputs_and_no_errors(path):
             assert not errors, f"error output in {source[:60]!r}"
     counts = [c["execution_count"] for c in code]
     assert counts == list(range(1, len(code) + 1)), "not run top to bottom in one go"
+
+
+def test_readme_lists_every_exercise():
+    from tests.test_exercise_contract import ALL
+    readme = (ROOT / "README.md").read_text()
+    missing = [f"{m}.{n}" for m, n in ALL if f"`{n}`" not in readme]
+    assert not missing, f"exercises missing from the README table: {missing}"
