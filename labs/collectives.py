@@ -23,7 +23,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from labs.exercises import exercise, todo
-from labs.gradients import plan_buckets
+from labs.gradients import average_gradients_all_reduce, plan_buckets
 
 OPS = ("broadcast", "gather", "all_gather", "all_to_all")
 
@@ -317,15 +317,6 @@ def _time_training(net, sync, batch, width, rank, reps):
     return timed(step, reps)
 
 
-def _all_reduce_each(model):
-    """Gradient averaging by hand: one all_reduce per gradient, after backward."""
-    ws = dist.get_world_size()
-    for p in model.parameters():
-        if p.grad is not None:
-            dist.all_reduce(p.grad)
-            p.grad /= ws
-
-
 def approaches(rank, world_size, width=256, batch=32, reps=3):
     """Measure every row of the "which approach when" table on one payload.
 
@@ -345,7 +336,7 @@ def approaches(rank, world_size, width=256, batch=32, reps=3):
                 make_mlp(width), bucket_cap_mb=nbytes / 8 / 2**20),
             "all_reduce per grad": make_mlp(width)}
     for row, net in nets.items():
-        sync = _all_reduce_each if row == "all_reduce per grad" else (lambda m: None)
+        sync = average_gradients_all_reduce if row == "all_reduce per grad" else (lambda m: None)
         s[row] = _time_training(net, sync, batch, width, rank, reps)
     s["broadcast"] = timed(lambda: dist.broadcast(payload, 0), reps)
     s["p2p_broadcast"] = timed(lambda: p2p_broadcast(payload, 0), reps)

@@ -123,15 +123,7 @@ def blocking_send_to_self(rank, world_size, numel=10):
 def smaller_recv_buffer(rank, world_size, numel=10):
     """The receive buffer is smaller than the message: gloo's transport thread aborts the
     receiving process (SIGABRT). Nothing can catch it, not even try/except in the worker."""
-    peer = _partner(rank, world_size)
-    if peer is None:
-        return None
-    if rank % 2 == 0:
-        dist.send(_data(rank, numel), dst=peer)
-        return None
-    buf = torch.full((numel // 2,), -1.0)
-    dist.recv(buf, src=peer)
-    return {"expected": _data(peer, numel), "got": buf}
+    return _one_way(rank, world_size, numel, torch.full((numel // 2,), -1.0))
 
 
 def abort_reason(exc):
@@ -338,9 +330,7 @@ PATTERNS = {
 
 def _explore_worker(rank, world_size, pattern, numel):
     """Run one pattern; the launcher hands back every rank's trace, also when it fails."""
-    # Start together: a rank that sits the pattern out returns at once, and the others
-    # should be past connecting before the pattern starts.
-    dist.barrier()
+    dist.barrier()   # start together, so the timeline's lanes line up
     return PATTERNS[pattern](rank, world_size, numel)
 
 

@@ -41,6 +41,10 @@ import torch.multiprocessing as tmp
 from labs import tracing
 
 MAX_WORLD_SIZE = 32
+# How long the ranks may take to start and join the group. The launch `timeout` counts
+# from the moment every rank has joined, so a loaded machine that starts workers slowly
+# never turns into a false HangError (or eats the time a hang demo is meant to show).
+JOIN_TIMEOUT = 60.0
 START_METHOD = "forkserver"
 # What the fork server imports once; lesson modules are *not* preloaded, so a reader's
 # edits to labs/*.py are picked up by the next launch without restarting the kernel.
@@ -112,7 +116,7 @@ def _send(conn, kind, payload):
     conn.send_bytes(pickle.dumps((kind, payload)))
 
 
-def _listen_to_parent(conn, send_lock, all_done):
+def _listen_to_parent(conn, send_lock, all_done, state):
     """Background thread: answer status requests; exit the process if the parent is gone.
 
     It runs while the main thread sits inside a gloo call (gloo releases the GIL), which
@@ -129,14 +133,15 @@ def _listen_to_parent(conn, send_lock, all_done):
         with send_lock:
             try:
                 status = tracing.TRACER.status()
+                status["phase"] = state["phase"]
                 status["events"] = [e.as_dict() for e in list(tracing.TRACER.events)]
                 _send(conn, "status", status)
             except (OSError, ValueError):
                 os._exit(70)
 
 
-def _worker(rank, world_size, fn_bytes, args_bytes, store_port, pg_timeout, connect_timeout,
-            threads, env, out_path, conn):
+def _worker(rank, world_size, fn_bytes, args_bytes, store_port, pg_timeout, threads, env,
+            out_path, conn):
     # Own output file, at the file-descriptor level so C++ (gloo) messages land there too.
     out = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(out, 1)
@@ -147,21 +152,25 @@ def _worker(rank, world_size, fn_bytes, args_bytes, store_port, pg_timeout, conn
     torch.set_num_threads(threads)
     send_lock = threading.Lock()
     all_done = threading.Event()
-    threading.Thread(target=_listen_to_parent, args=(conn, send_lock, all_done),
+    state = {"phase": "connect"}
+    threading.Thread(target=_listen_to_parent, args=(conn, send_lock, all_done, state),
                      daemon=True).start()
     tracer = tracing.install(rank)
-    phase = "connect"
     try:
         fn = pickle.loads(fn_bytes)
         args = pickle.loads(args_bytes)
-        # Reaching the store gets the whole launch timeout (on a loaded machine a rank may
-        # start late). gloo fixes its per-operation timeout when the group is created
-        # (_set_pg_timeout later does not change send/recv), so the group gets pg_timeout.
         store = dist.TCPStore("127.0.0.1", store_port, world_size, is_master=False,
-                              timeout=datetime.timedelta(seconds=connect_timeout))
+                              timeout=datetime.timedelta(seconds=JOIN_TIMEOUT))
+        # Wait in the store until every rank has started, then create the group together:
+        # gloo connects its pairs within pg_timeout (it fixes that timeout at creation for
+        # every later send/recv too), and a rank that started late must not miss it.
+        store.set(f"started/{rank}", "1")
+        store.wait([f"started/{r}" for r in range(world_size)])
         dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size,
                                 timeout=datetime.timedelta(seconds=pg_timeout))
-        phase = "run"
+        with send_lock:
+            _send(conn, "joined", None)      # the launch timeout starts counting now
+        state["phase"] = "run"
         value = fn(rank, world_size, *args)
         try:
             payload = pickle.dumps(("ok", value, [e.as_dict() for e in tracer.events]))
@@ -175,7 +184,8 @@ def _worker(rank, world_size, fn_bytes, args_bytes, store_port, pg_timeout, conn
         status = tracer.status()
         status["error"] = f"{type(exc).__name__}: {exc}"
         payload = pickle.dumps(("error", traceback.format_exc(), status,
-                                [e.as_dict() for e in tracer.events], exc_summary(exc), phase))
+                                [e.as_dict() for e in tracer.events], exc_summary(exc),
+                                state["phase"]))
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -285,8 +295,10 @@ def launch(fn, world_size: int = 2, args=(), timeout: float = 30.0, *,
            quiet: bool = False) -> Results:
     """Run `fn(rank, world_size, *args)` on `world_size` gloo workers; return their values.
 
-    timeout:    seconds the workers may run (rendezvous + fn) before the launch is declared
-                hung (`HangError`). Start-up of the fork server is not counted.
+    timeout:    seconds `fn` may run, counted from the moment every rank has joined the
+                group, before the launch is declared hung (`HangError`). Starting and
+                joining have their own limit (JOIN_TIMEOUT, 60 s), so a slow start on a
+                loaded machine is never mistaken for a hang.
     pg_timeout: gloo's own per-operation timeout inside the workers; shorter than
                 `timeout` (default 0.75 * timeout) so gloo reports a hang first.
     threads:    torch intra-op threads per worker (1, as torchrun sets OMP_NUM_THREADS=1).
@@ -338,7 +350,7 @@ def _run_workers(ctx, fn, world_size, args, timeout, pg_timeout, threads, worker
     # The rendezvous: a store only this launch knows the port of.
     store = dist.TCPStore("127.0.0.1", 0, world_size, is_master=True,
                           wait_for_workers=False,
-                          timeout=datetime.timedelta(seconds=timeout))
+                          timeout=datetime.timedelta(seconds=JOIN_TIMEOUT))
     pipes = [ctx.Pipe(duplex=True) for _ in range(world_size)]
     procs = []
     started = time.perf_counter()
@@ -347,14 +359,13 @@ def _run_workers(ctx, fn, world_size, args, timeout, pg_timeout, threads, worker
             p = ctx.Process(
                 target=_worker, daemon=True, name=f"p2p-rank{rank}",
                 args=(rank, world_size, pickle.dumps(fn), pickle.dumps(tuple(args)),
-                      store.port, pg_timeout, timeout, threads, worker_env,
+                      store.port, pg_timeout, threads, worker_env,
                       os.path.join(out_dir, f"rank{rank}.out"), pipes[rank][1]))
             p.start()
             pipes[rank][1].close()   # only the child holds its end: EOF tells it we are gone
             procs.append(p)
         _LAST["pids"] = [p.pid for p in procs]
-        outcome = _supervise(procs, [pp[0] for pp in pipes], started + timeout, timeout,
-                             pg_timeout)
+        outcome = _supervise(procs, [pp[0] for pp in pipes], started, timeout)
         outputs = _read_outputs(out_dir, world_size)
     finally:
         _stop(procs)
@@ -380,9 +391,15 @@ def last_worker_pids() -> list[int]:
     return list(_LAST["pids"])
 
 
-def _supervise(procs, conns, deadline, timeout, pg_timeout):
-    """Collect each rank's result; stop at the first failure (+ a short grace) or deadline."""
+def _supervise(procs, conns, started, timeout):
+    """Collect each rank's result; stop at the first failure (+ a short grace) or deadline.
+
+    The deadline is JOIN_TIMEOUT after the start until every rank has joined the group,
+    then `timeout` after that moment.
+    """
     n = len(procs)
+    joined = set()
+    deadline = started + JOIN_TIMEOUT
     values, errors, events, statuses, deaths = {}, {}, {}, {}, {}
     first_failure = None
     grace = 0.5
@@ -395,7 +412,7 @@ def _supervise(procs, conns, deadline, timeout, pg_timeout):
         if first_failure is not None and now >= first_failure + grace:
             break
         if now >= deadline:
-            hang_reason = "deadline"
+            hang_reason = "deadline" if len(joined) == n else "join"
             break
         wait_until = deadline if first_failure is None else min(deadline, first_failure + grace)
         waitables = [conns[r] for r in pending] + [procs[r].sentinel for r in pending]
@@ -418,6 +435,11 @@ def _supervise(procs, conns, deadline, timeout, pg_timeout):
                 deaths[rank] = procs[rank].exitcode
                 pending.discard(rank)
                 first_failure = first_failure or time.perf_counter()
+                continue
+            if kind == "joined":
+                joined.add(rank)
+                if len(joined) == n:
+                    deadline = time.perf_counter() + timeout
                 continue
             if kind == "ok":
                 values[rank], events[rank] = rest[0], rest[1]
@@ -545,6 +567,8 @@ def _blocked_lines(statuses, timings=True):
             line = f"  rank {r}: blocked{how_long} in {s['blocked_in']}"
         elif s.get("note"):
             line = f"  rank {r}: {s['note']}"
+        elif s.get("phase") == "connect":
+            line = f"  rank {r}: still starting or joining the process group"
         else:
             last = s.get("last")
             line = (f"  rank {r}: not inside a torch.distributed call "
@@ -561,7 +585,9 @@ def _raise_if_failed(outcome, outputs, timeout, pg_timeout, seconds):
     collateral = {r for r, e in errors.items() if _COLLATERAL.search(e["summary"])}
     if outcome["hang"] or (gloo_timeouts and not deaths
                            and set(errors) <= gloo_timeouts | collateral):
-        why = (f"no result after the launch timeout ({timeout:g} s)" if outcome["hang"] else
+        why = (f"not every rank joined the process group within {JOIN_TIMEOUT:g} s"
+               if outcome["hang"] == "join" else
+               f"no result after the launch timeout ({timeout:g} s)" if outcome["hang"] else
                f"gloo's timeout ({pg_timeout:g} s) fired in rank(s) "
                f"{', '.join(map(str, sorted(gloo_timeouts)))}")
         for r in gloo_timeouts | collateral:

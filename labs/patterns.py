@@ -119,14 +119,8 @@ def parity_send_forward_recv_backward(output, next_rank):
 
 
 def parity_send_backward_recv_forward(input_grad, prev_rank):
-    activation = torch.empty_like(input_grad)
-    if dist.get_rank() % 2 == 0:
-        dist.send(input_grad, dst=prev_rank)
-        dist.recv(activation, src=prev_rank)
-    else:
-        dist.recv(activation, src=prev_rank)
-        dist.send(input_grad, dst=prev_rank)
-    return activation
+    """The same parity-ordered exchange, with the previous stage."""
+    return parity_send_forward_recv_backward(input_grad, prev_rank)
 
 
 EXCHANGES = {
