@@ -1287,6 +1287,8 @@ def _hang_lines(exc) -> str:
     lines = []
     for r, st in sorted(exc.statuses.items()):
         line = (f"rank {r}: blocked in {st['blocked_in']}" if st.get("blocked_in") else
+                f"rank {r}: still starting or joining the process group"
+                if st.get("phase") == "connect" else
                 f"rank {r}: finished its calls, waiting for the other ranks")
         if st.get("outstanding"):
             line += "; posted, not completed: " + ", ".join(st["outstanding"])
