@@ -21,7 +21,7 @@ import re
 import torch
 import torch.distributed as dist
 
-from labs.exercises import exercise, todo
+from labs.harness.exercises import exercise, todo
 
 SIZE_TAG = 1    # all_pairs_exchange: tag of the messages that carry a chunk's length
 DATA_TAG = 2    # all_pairs_exchange: tag of the messages that carry a chunk
@@ -288,7 +288,7 @@ def ring_shift_run(rank, world_size, k):
 
 def show_ring_shift(world_size, k):
     """Notebook side: run ring_shift on real workers; print where each tensor went."""
-    from labs.launcher import launch
+    from labs.harness.launcher import launch
 
     holders = launch(ring_shift_run, world_size, args=(int(k),), quiet=True)
     print(f"world size {world_size}, k = {k} (k % world_size = {k % world_size}):")
@@ -328,5 +328,5 @@ def demo(rank, world_size):
 
 
 if __name__ == "__main__":
-    from labs import cli
+    from labs.harness import cli
     cli.main(demo)

@@ -22,7 +22,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from labs.exercises import exercise, todo
+from labs.harness.exercises import exercise, todo
 from labs.gradients import average_gradients_all_reduce, plan_buckets
 
 OPS = ("broadcast", "gather", "all_gather", "all_to_all")
@@ -360,5 +360,5 @@ def demo(rank, world_size):
 
 
 if __name__ == "__main__":
-    from labs import cli
+    from labs.harness import cli
     cli.main(demo)

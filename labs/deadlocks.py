@@ -22,7 +22,7 @@ import datetime
 import torch
 import torch.distributed as dist
 
-from labs.exercises import exercise, todo
+from labs.harness.exercises import exercise, todo
 
 # A demo that is meant to hang: gloo's own timeout (1.5 s, counted from the call that
 # blocks) fires in the workers; the launch deadline (10 s) is only a safety net.
@@ -358,7 +358,7 @@ def _same(got, expected):
 def explore(pattern, world_size=2, numel=10, pg_timeout=1.5, plot=True):
     """Run `pattern` (a key of PATTERNS) on fresh workers; print the outcome and draw the
     per-rank timeline. Returns "ok", "hang", "error" or "silent corruption"."""
-    from labs.launcher import HangError, WorkerError, launch
+    from labs.harness.launcher import HangError, WorkerError, launch
 
     if pattern not in PATTERNS:
         raise ValueError(f"unknown pattern {pattern!r}; pick one of {list(PATTERNS)}")
@@ -390,7 +390,7 @@ def explore(pattern, world_size=2, numel=10, pg_timeout=1.5, plot=True):
     if plot and events:
         import matplotlib.pyplot as plt
 
-        from labs.plots import timeline
+        from labs.harness.plots import timeline
         timeline(events, title=f"{pattern} ({outcome})")
         plt.show()
     return outcome
@@ -436,5 +436,5 @@ def demo(rank, world_size):
 
 
 if __name__ == "__main__":
-    from labs import cli
+    from labs.harness import cli
     cli.main(demo)

@@ -23,7 +23,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from labs.exercises import exercise, todo
+from labs.harness.exercises import exercise, todo
 from labs.ring import ring_all_reduce   # lesson 05's exercise (the reference under tests)
 
 METHODS = ("all_to_all", "ring", "bucketed", "all_reduce", "ddp")
@@ -222,7 +222,7 @@ def train(rank, world_size, method, steps=20, **kwargs):
 def one_step(rank, world_size, method, hidden=HIDDEN, bucket_bytes=BUCKET_BYTES):
     """One backward + averaging step with `method`, for the timeline (the launcher traces
     every op). A barrier first, so that the ranks start the step together."""
-    from labs.tracing import span
+    from labs.harness.tracing import span
     model = make_model(0, hidden)
     x, y = shard(rank, world_size, 0)
     dist.barrier()
@@ -332,5 +332,5 @@ def demo(rank, world_size):
 
 
 if __name__ == "__main__":
-    from labs import cli
+    from labs.harness import cli
     cli.main(demo)

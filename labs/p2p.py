@@ -22,8 +22,8 @@ import time
 import torch
 import torch.distributed as dist
 
-from labs.exercises import exercise, todo
-from labs.tracing import span
+from labs.harness.exercises import exercise, todo
+from labs.harness.tracing import span
 
 
 # -- 1. send / recv ----------------------------------------------------------------------
@@ -132,8 +132,8 @@ def plot_rendezvous(delay):
     """Notebook side: run rendezvous_send with the receiver sleeping `delay` s; plot it."""
     import matplotlib.pyplot as plt
 
-    from labs.launcher import launch
-    from labs.plots import timeline
+    from labs.harness.launcher import launch
+    from labs.harness.plots import timeline
 
     results = launch(rendezvous_send, 2, args=(float(delay),), quiet=True)
     send_post, send_done, recv_post, _ = send_timing(results.trace)
@@ -273,5 +273,5 @@ def demo(rank, world_size):
 
 
 if __name__ == "__main__":
-    from labs import cli
+    from labs.harness import cli
     cli.main(demo)

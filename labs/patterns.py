@@ -21,8 +21,8 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from labs.exercises import exercise, todo
-from labs.tracing import span
+from labs.harness.exercises import exercise, todo
+from labs.harness.tracing import span
 
 # ----------------------------------------------------------------------------------------
 # Pipeline parallelism
@@ -351,5 +351,5 @@ def demo(rank, world_size):
 
 
 if __name__ == "__main__":
-    from labs import cli
+    from labs.harness import cli
     cli.main(demo)

@@ -13,7 +13,7 @@ exactly what `dist.all_reduce(tensor)` (SUM) does:
 
 They share one chunking rule (`chunk_bounds`) and one ring orientation: rank r sends to
 r+1 and receives from r-1 (mod n). Worker functions for notebook 05 and for
-`python -m labs.bench ring` follow: comparisons with `dist.all_reduce`, bytes on the wire,
+`python -m labs.harness.bench ring` follow: comparisons with `dist.all_reduce`, bytes on the wire,
 ping-pong and all-reduce timings, and the alpha-beta cost model.
 """
 from __future__ import annotations
@@ -24,8 +24,8 @@ import time
 import torch
 import torch.distributed as dist
 
-from labs import tracing
-from labs.exercises import exercise, todo
+from labs.harness import tracing
+from labs.harness.exercises import exercise, todo
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64,
           "bfloat16": torch.bfloat16, "int64": torch.int64}
@@ -421,5 +421,5 @@ def demo(rank, world_size):
 
 
 if __name__ == "__main__":
-    from labs import cli
+    from labs.harness import cli
     cli.main(demo)

@@ -17,7 +17,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from labs.exercises import exercise, todo
+from labs.harness.exercises import exercise, todo
 
 
 # ----------------------------------------------------------------------------------------
@@ -363,5 +363,5 @@ def demo(rank, world_size):
 
 
 if __name__ == "__main__":
-    from labs import cli
+    from labs.harness import cli
     cli.main(demo)

@@ -19,8 +19,8 @@ import time
 import torch
 import torch.distributed as dist
 
-from labs.exercises import exercise, todo
-from labs.tracing import span
+from labs.harness.exercises import exercise, todo
+from labs.harness.tracing import span
 
 
 def _ring(rank, world_size):
@@ -287,5 +287,5 @@ def demo(rank, world_size):
 
 
 if __name__ == "__main__":
-    from labs import cli
+    from labs.harness import cli
     cli.main(demo)

@@ -5,7 +5,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from labs.launcher import launch
+from labs.harness.launcher import launch
 
 
 def hello(rank, world_size):
@@ -80,5 +80,5 @@ def demo(rank, world_size):
 
 
 if __name__ == "__main__":
-    from labs import cli
+    from labs.harness import cli
     cli.main(demo)

@@ -83,7 +83,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         elif not entry["why"]:
             crash = getattr(r.longrepr, "reprcrash", None)
             message = crash.message if crash else str(r.longrepr)
-            entry["why"] = message.replace("labs.grading.GradeFailure: ", "").splitlines()[0]
+            entry["why"] = message.replace("labs.harness.grading.GradeFailure: ", "").splitlines()[0]
     write = terminalreporter.write_line
     terminalreporter.section("grade sheet (your code in labs/)")
     for name, e in sorted(sheet.items()):

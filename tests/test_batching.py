@@ -6,7 +6,7 @@ import torch
 
 import labs.batching as lab
 from labs import HangError, WorkerError, launch
-from labs.grading import GradeFailure, check_close, grade, implementation
+from labs.harness.grading import GradeFailure, check_close, grade, implementation
 
 # (shape, dtype) cases every grader launch runs one after the other in the same workers.
 CASES = [((4,), torch.float32), ((2, 3), torch.int64), ((5,), torch.float64),

@@ -11,7 +11,7 @@ import torch.distributed as dist
 
 import labs.collectives as lab
 from labs import launch
-from labs.grading import GradeFailure, check_close, grade, implementation
+from labs.harness.grading import GradeFailure, check_close, grade, implementation
 
 DTYPES = ("float32", "bfloat16", "int64")
 SHAPES = ((1,), (5,), (6, 2), (1000,))   # even and uneven splits for W = 1..4

@@ -7,8 +7,9 @@ import pytest
 import torch
 
 import labs.deadlocks as lab
-from labs import HangError, WorkerError, launch, tracing
-from labs.grading import GradeFailure, check_close, grade, implementation
+from labs import HangError, WorkerError, launch
+from labs.harness import tracing
+from labs.harness.grading import GradeFailure, check_close, grade, implementation
 
 CASES = [((10,), torch.float32), ((3, 4), torch.int64), ((), torch.float64),
          ((100_000,), torch.float32)]

@@ -4,7 +4,7 @@ import torch
 
 import labs.p2p as lab
 from labs import launch
-from labs.grading import GradeFailure, check_close, grade, implementation
+from labs.harness.grading import GradeFailure, check_close, grade, implementation
 
 # (shape, dtype) cases every grader launch runs one after the other in the same workers.
 CASES = [((16,), torch.float32), ((2, 3), torch.int64), ((5,), torch.float64), ((), torch.float32)]

@@ -6,8 +6,8 @@ import torch.distributed as dist
 
 import labs.patterns as lab
 from labs import HangError, launch
-from labs.grading import GradeFailure, check_close, grade, implementation
-from labs.tracing import TRACER
+from labs.harness.grading import GradeFailure, check_close, grade, implementation
+from labs.harness.tracing import TRACER
 
 # -- Exercise 1: the neighbour exchange ---------------------------------------------------
 

@@ -16,7 +16,7 @@ import torch.distributed as dist
 
 import labs.ring as lab
 from labs import launch
-from labs.grading import GradeFailure, check_close, grade, implementation
+from labs.harness.grading import GradeFailure, check_close, grade, implementation
 
 SHAPES = [(), (0,), (1,), (2,), (3,), (7,), (3, 5), (2, 3, 4), (1, 1, 13), (257,), (4099,)]
 CASES = [(dtype, shape) for dtype in lab.DTYPES for shape in SHAPES]
@@ -243,7 +243,7 @@ def test_first_values_and_demo():
 
 def bytes_per_variant(rank, world_size, variants, numel):
     """Worker: bytes this rank's isends carried in one run of each variant (from the trace)."""
-    from labs import tracing
+    from labs.harness import tracing
     out = {}
     for variant in variants:
         tracing.TRACER.events.clear()
@@ -288,7 +288,7 @@ def test_time_variants_and_ping_pong_run():
 
 
 def test_bench_ring_prints_table(tmp_path):
-    from labs import bench
+    from labs.harness import bench
     out = io.StringIO()
     with redirect_stdout(out):
         bench.main(["ring", "--world-sizes", "2", "--sizes", "1K,16K", "--reps", "2",

@@ -1,21 +1,21 @@
-"""The schedule checker (labs/schedule.py) against real gloo runs, and the timelines
-(labs/plots.py).
+"""The schedule checker (labs/harness/schedule) against real gloo runs, and the timelines
+(labs/harness/plots.py).
 
 Every schedule below is checked twice: `check` predicts its outcome without a worker,
 then `execute` runs it on real gloo workers; the prediction must equal what really
 happened (and the hard-coded expectation, so that both cannot drift together). Hangs use
-2 s launches (`labs.schedule.HANG_TIMEOUT`), run one after the other.
+2 s launches (`labs.harness.schedule.HANG_TIMEOUT`), run one after the other.
 """
 import matplotlib.pyplot as plt
 import pytest
 import torch
 
 from labs import launch
-from labs import schedule as sc
-from labs.plots import describe_moment, match_pairs, moments, scrub, summary, timeline
-from labs.schedule import (barrier, batch, check, compute, execute, from_trace, irecv, isend,
+from labs.harness import schedule as sc
+from labs.harness.plots import describe_moment, match_pairs, moments, scrub, summary, timeline
+from labs.harness.schedule import (barrier, batch, check, compute, execute, from_trace, irecv, isend,
                            recv, send, wait)
-from labs.tracing import Event
+from labs.harness.tracing import Event
 
 
 def _early_wait(peer):

@@ -6,7 +6,7 @@ import torch.distributed as dist
 
 import labs.snippets as lab
 from labs import HangError, WorkerError, launch
-from labs.grading import GradeFailure, check_close, grade, implementation
+from labs.harness.grading import GradeFailure, check_close, grade, implementation
 
 # -- grader ------------------------------------------------------------------------------
 

@@ -6,8 +6,9 @@ import pytest
 import torch
 
 import labs.waiting as lab
-from labs import launch, tracing
-from labs.grading import GradeFailure, check_close, grade, implementation
+from labs import launch
+from labs.harness import tracing
+from labs.harness.grading import GradeFailure, check_close, grade, implementation
 
 # (shape, dtype) cases every safe_ring_shift launch runs one after the other.
 SHIFT_CASES = [((16,), torch.float32), ((3, 4), torch.int64), ((), torch.float64),

@@ -8,7 +8,7 @@
 One lane per rank. Each call is a bar from the moment it was posted to the moment it
 completed: solid for calls the rank's thread sat in (send, recv, wait, collectives),
 pale and hatched for a non-blocking isend/irecv in flight, grey for compute spans marked
-with `labs.tracing.span`. Bars of one rank that overlap in time are stacked inside its
+with `labs.harness.tracing.span`. Bars of one rank that overlap in time are stacked inside its
 lane (the thread's calls on top, requests in flight below). An arrow joins each send to
 the receive it matched (gloo matches FIFO per (sender, receiver, tag)); it starts when
 both sides had been posted -- the earliest the data could move -- and ends when the

@@ -3,7 +3,7 @@
 A *schedule* is the list of point-to-point calls each rank makes, in program order,
 written as data:
 
-    from labs.schedule import send, recv, isend, irecv, batch, wait, check
+    from labs.harness.schedule import send, recv, isend, irecv, batch, wait, check
     head_to_head = {0: [send(1, 10), recv(1, 10)],
                     1: [send(0, 10), recv(0, 10)]}
     report = check(head_to_head)
@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.distributed as dist
 
-from labs.tracing import span
+from labs.harness.tracing import span
 
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",
           "uint8")
@@ -1063,7 +1063,7 @@ def check(schedule, backend: str = "gloo") -> Report:
 
 
 # ----------------------------------------------------------------------------------------
-# From a real run's trace (labs.tracing.Event list) back to a schedule
+# From a real run's trace (labs.harness.tracing.Event list) back to a schedule
 # ----------------------------------------------------------------------------------------
 
 def from_trace(events) -> dict:
@@ -1303,7 +1303,7 @@ def execute(schedule, timeout: float | None = None, linger: bool = True) -> RunO
     costs a short wait, a healthy run on a loaded machine gets room. The prediction only
     chooses how long to wait, never what counts as a hang.
     """
-    from labs.launcher import HangError, WorkerError, launch
+    from labs.harness.launcher import HangError, WorkerError, launch
     sched = as_schedule(schedule)
     if timeout is None:
         timeout = HANG_TIMEOUT if check(sched).outcome == "hang" else 30.0
@@ -1528,5 +1528,5 @@ def demo(rank, world_size):
 
 
 if __name__ == "__main__":
-    from labs import cli
+    from labs.harness import cli
     cli.main(demo)

@@ -12,8 +12,8 @@ import importlib
 
 import torch
 
-from labs.exercises import SOLUTIONS_ENV
-from labs.launcher import HangError, WorkerError, launch
+from labs.harness.exercises import SOLUTIONS_ENV
+from labs.harness.launcher import HangError, WorkerError, launch
 
 
 class GradeFailure(AssertionError):

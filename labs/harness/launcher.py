@@ -38,7 +38,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as tmp
 
-from labs import tracing
+from labs.harness import tracing
 
 MAX_WORLD_SIZE = 32
 # How long the ranks may take to start and join the group. The launch `timeout` counts
@@ -51,7 +51,7 @@ START_METHOD = "forkserver"
 # torch._dynamo: DistributedDataParallel's constructor imports it (about 3 s per process,
 # 13-19 s for 4 workers on a loaded 2-core machine); imported once here, every DDP launch
 # (lessons 06-08) forks it ready.
-PRELOAD = ["torch", "torch.distributed", "torch._dynamo", "labs.launcher"]
+PRELOAD = ["torch", "torch.distributed", "torch._dynamo", "labs.harness.launcher"]
 # Environment variables a launch forwards to its workers at call time (the fork server's
 # own environment is frozen when it starts).
 FORWARDED_ENV_PREFIX = "P2P_COURSE_"
