@@ -2,25 +2,30 @@
 #   make lab    set up .venv (first time only) and open the course in JupyterLab
 #   make test   set up .venv and run every test: harness, graders (vs solutions/), notebooks
 #   make check  grade YOUR exercises in labs/ against real workers
-# Everything installs from requirements.txt into .venv; nothing is installed system-wide
-# except Debian's chromium for the browser test (see tests/browser), when apt-get can.
+#   make lock   (maintainers) recompile requirements.lock after editing requirements.txt
+# Everything installs from requirements.lock (exact versions) into .venv; nothing is installed
+# system-wide except Debian's chromium for the browser test (see tests/browser), when apt-get can.
 
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
+LOCK   := requirements.lock
 
-.PHONY: lab test check notebooks bench clean setup browser-deps
+.PHONY: lab test check notebooks bench clean setup browser-deps lock
 
 setup: $(STAMP)
 
-# Rebuilt only when requirements.txt or pyproject.toml change: fast when present.
-$(STAMP): requirements.txt pyproject.toml
+# Rebuilt only when the lock or pyproject.toml change: fast when present. --no-deps installs
+# exactly the lock's lines (it is complete); pip check then fails loudly if a torch other than
+# the CPU build came in (it would want nvidia-* packages the lock does not have).
+$(STAMP): $(LOCK) pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "Python >= 3.10 needed, found " + sys.version.split()[0]'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -r $(LOCK)
+	$(BIN)/python -m pip check
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	@# Build matplotlib's font cache now, not in a notebook's first cell (stderr breaks nbval).
 	$(BIN)/python -c "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot"
@@ -33,7 +38,7 @@ test: $(STAMP) browser-deps
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile
 
 check: $(STAMP)
-	$(BIN)/python -m pytest -m grader --impl=labs tests -q --tb=no -rN
+	$(BIN)/python -m pytest tests/graders --impl=labs -q --tb=no -rN
 
 notebooks: $(STAMP)
 	$(BIN)/python -m pytest --nbval notebooks -n $(JOBS) --dist loadfile
@@ -43,6 +48,29 @@ bench: $(STAMP)
 
 browser-deps:
 	@sh tests/browser/install_chromium.sh
+
+# requirements.txt (ranges, edited by hand) -> requirements.lock (exact, generated; commit both).
+# uv runs from its own throwaway venv so .venv holds exactly the lock. --universal with 3.10 as
+# the floor: one file for Python >= 3.10 on every OS. torch's dependencies are its CPU wheel's
+# ([tool.uv] in pyproject.toml), so nothing CUDA is locked.
+UV_VERSION := 0.13.8
+UV_VENV    ?= /tmp/p2p-demystified-uv
+LOCK_CMD   := uv pip compile requirements.txt --universal --python-version 3.10 --no-header --quiet
+
+lock:
+	@test -x $(UV_VENV)/bin/uv && $(UV_VENV)/bin/uv --version | grep -q ' $(UV_VERSION)' \
+	  || { $(PYTHON) -m venv $(UV_VENV) && $(UV_VENV)/bin/pip install --quiet uv==$(UV_VERSION); }
+	@echo '$(LOCK_CMD) > $(LOCK)'
+	@{ printf '%s\n' \
+	  '# Exact versions of every dependency, compiled from requirements.txt. Generated: do not edit.' \
+	  '# Regenerate with `make lock`, which runs (uv $(UV_VERSION), in the repository root):' \
+	  '#   $(LOCK_CMD)' \
+	  '# Compiled for Python >= 3.10 on any OS (universal: markers pick the lines for yours);' \
+	  '# installed and tested on Linux x86_64, CPython 3.11. torch 2.13.0 is resolved with the' \
+	  '# dependencies of its CPU build ([tool.uv] in pyproject.toml): no nvidia-* or triton.' \
+	  '# Install: pip install --no-deps -r requirements.lock (make does; see the README for laptops).'; \
+	  $(UV_VENV)/bin/$(LOCK_CMD); } > $(LOCK).new || { rm -f $(LOCK).new; exit 1; }
+	mv $(LOCK).new $(LOCK)
 
 clean:
 	rm -rf $(VENV) test-artifacts .pytest_cache

@@ -2,8 +2,8 @@
 
 * The notebooks (and any kernel pytest starts) run the reference solutions: the
   committed outputs are the solutions' outputs. See labs/harness/exercises.py.
-* `--impl=labs|solutions` chooses what the graders grade (default: solutions; `make check`
-  passes --impl=labs to grade your own code).
+* `--impl=labs|solutions` chooses what the graders in tests/graders/ grade (default:
+  solutions; `make check` passes --impl=labs to grade your own code).
 """
 import os
 

@@ -9,7 +9,8 @@
     tags_out_of_order   gloo matches by tag: messages can be received out of order
     subgroup_peers      peer is a global rank, group_peer a rank inside the group
     neighbours_run, ring_shift_run, all_pairs_run   run the exercises
-    show_ring_shift, ring_shift_explorer            notebook side: print / a widget
+
+Notebook side (ring_shift's print-out and its widget): labs.views.batching.
 
 Exercises (write the bodies; `make check` grades them):
     exchange_with_neighbours(tensor)   -> (from_left, from_right)
@@ -21,6 +22,7 @@ import re
 import torch
 import torch.distributed as dist
 
+from labs.harness import cli
 from labs.harness.exercises import exercise, todo
 
 SIZE_TAG = 1    # all_pairs_exchange: tag of the messages that carry a chunk's length
@@ -286,26 +288,6 @@ def ring_shift_run(rank, world_size, k):
     return int(ring_shift(torch.tensor([rank]), k).item())
 
 
-def show_ring_shift(world_size, k):
-    """Notebook side: run ring_shift on real workers; print where each tensor went."""
-    from labs.harness.launcher import launch
-
-    holders = launch(ring_shift_run, world_size, args=(int(k),), quiet=True)
-    print(f"world size {world_size}, k = {k} (k % world_size = {k % world_size}):")
-    print("  rank r now holds the tensor of rank:", dict(enumerate(holders)))
-    return holders
-
-
-def ring_shift_explorer():
-    """Sliders for the world size and k; each change launches real workers."""
-    import ipywidgets as widgets
-
-    widgets.interact_manual(
-        show_ring_shift,
-        world_size=widgets.IntSlider(value=4, min=1, max=6, description="world size"),
-        k=widgets.IntSlider(value=1, min=-7, max=7, description="k"))
-
-
 def all_pairs_run(rank, world_size):
     """Run all_pairs_exchange; rank i sends i + j values, all equal to 10 * i + j, to rank j."""
     chunks = [torch.full((rank + j,), 10.0 * rank + j) for j in range(world_size)]
@@ -328,5 +310,4 @@ def demo(rank, world_size):
 
 
 if __name__ == "__main__":
-    from labs.harness import cli
     cli.main(demo)

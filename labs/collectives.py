@@ -22,6 +22,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
+from labs.harness import cli
 from labs.harness.exercises import exercise, todo
 from labs.gradients import average_gradients_all_reduce, plan_buckets
 
@@ -282,11 +283,6 @@ def traced_all_gather(rank, world_size, numel=4096):
     p2p_all_gather(sample(rank, (numel,), torch.float32))
 
 
-def traced_gather(rank, world_size, numel=4096):
-    """p2p_gather to rank 0 once, for the timeline."""
-    p2p_gather(sample(rank, (numel,), torch.float32), 0)
-
-
 # ---------------------------------------------------------------------------------------
 # "Which approach when", measured
 # ---------------------------------------------------------------------------------------
@@ -360,5 +356,4 @@ def demo(rank, world_size):
 
 
 if __name__ == "__main__":
-    from labs.harness import cli
     cli.main(demo)

@@ -9,8 +9,8 @@ odd world size the last rank has no partner and sits out.
     errors:  send_to_self, blocking_send_to_self, smaller_recv_buffer (kills the receiver)
     silent:  larger_recv_buffer, other_dtype_same_bytes, float32_into_float64
     after a timeout: timeout_closes_pair
-    explore(pattern, world_size, numel) / explorer(): run any pattern, show the outcome
-    and the per-rank timeline
+    PATTERNS: every pattern by name, for the explorer (labs.views.deadlocks), which runs
+    any of them and shows the outcome and the per-rank timeline
 
 Exercises (write the bodies; `make check` grades them):
     exchange_batched(tensor, peer)          the head-to-head exchange, safe: one batch
@@ -22,7 +22,9 @@ import datetime
 import torch
 import torch.distributed as dist
 
+from labs.harness import cli
 from labs.harness.exercises import exercise, todo
+from labs.harness.gloo_text import gloo_message
 
 # A demo that is meant to hang: gloo's own timeout (1.5 s, counted from the call that
 # blocks) fires in the workers; the launch deadline (10 s) is only a safety net.
@@ -38,11 +40,6 @@ def _partner(rank, world_size):
 def _data(rank, numel, dtype=torch.float32):
     """What rank `rank` sends: 1000 * rank + 0, 1, 2, ... (every rank's data differs)."""
     return (torch.arange(numel) + 1000 * rank).to(dtype)
-
-
-def _gloo_message(exc):
-    """A gloo error without its source path: '[.../pair.cc:553] Connection closed ...'."""
-    return str(exc).split("] ", 1)[-1].splitlines()[0]
 
 
 # -- 1. patterns that hang --------------------------------------------------------------------
@@ -126,15 +123,6 @@ def smaller_recv_buffer(rank, world_size, numel=10):
     return _one_way(rank, world_size, numel, torch.full((numel // 2,), -1.0))
 
 
-def abort_reason(exc):
-    """The gloo message a killed worker printed before SIGABRT (from a WorkerError), without
-    its source path, e.g. "op.preamble.length <= op.nbytes. 40 vs 20. Received data ..."."""
-    for line in str(exc).splitlines():
-        if "what():" in line:
-            return line.split("] ", 1)[-1].strip()
-    return "(the worker printed no reason)"
-
-
 # -- 3. patterns that corrupt silently ---------------------------------------------------------
 
 def _one_way(rank, world_size, numel, recv_buf):
@@ -178,21 +166,21 @@ def timeout_closes_pair(rank, world_size):
         try:
             work.wait(timeout=datetime.timedelta(seconds=1))
         except RuntimeError as exc:
-            seen.append("wait(timeout=1 s): " + _gloo_message(exc))
+            seen.append("wait(timeout=1 s): " + gloo_message(exc))
         for what, op in [("send to rank 1", lambda: dist.send(torch.ones(1), dst=1)),
                          ("barrier", dist.barrier)]:
             try:
                 op()
                 seen.append(f"{what}: ok")
             except RuntimeError as exc:
-                seen.append(f"{what}: " + _gloo_message(exc))
+                seen.append(f"{what}: " + gloo_message(exc))
         return seen
     if rank == 1:
         try:
             dist.recv(torch.zeros(1), src=0)
             return ["recv from rank 0: ok"]
         except RuntimeError as exc:
-            return ["recv from rank 0: " + _gloo_message(exc).split(" [")[0]]
+            return ["recv from rank 0: " + gloo_message(exc).split(" [")[0]]
     return None
 
 
@@ -309,7 +297,7 @@ def checked_pattern(rank, world_size, numel=10):
     return checked_run(rank, world_size, "shape", numel)
 
 
-# -- 6. the explorer ------------------------------------------------------------------------------
+# -- 6. the explorer's catalogue --------------------------------------------------------------
 
 PATTERNS = {
     "batched exchange (exercise 1)": batched_pattern,
@@ -328,99 +316,10 @@ PATTERNS = {
 }
 
 
-def _explore_worker(rank, world_size, pattern, numel):
+def explore_worker(rank, world_size, pattern, numel):
     """Run one pattern; the launcher hands back every rank's trace, also when it fails."""
     dist.barrier()   # start together, so the timeline's lanes line up
     return PATTERNS[pattern](rank, world_size, numel)
-
-
-def _show(t, n=4):
-    values = t.flatten()[:n].tolist()
-    more = ", ..." if t.numel() > n else ""
-    return f"{t.numel()} x {str(t.dtype).replace('torch.', '')} [{', '.join(f'{v:g}' for v in values)}{more}]"
-
-
-def corruption(results):
-    """Lines describing every rank whose received tensor differs from what was sent."""
-    lines = []
-    for rank, r in enumerate(results):
-        if isinstance(r, dict) and not _same(r["got"], r["expected"]):
-            lines.append(f"  rank {rank}: sent {_show(r['expected'])}, "
-                         f"received {_show(r['got'])}")
-    return lines
-
-
-def _same(got, expected):
-    return (got.shape == expected.shape and got.dtype == expected.dtype
-            and torch.equal(got, expected))
-
-
-def explore(pattern, world_size=2, numel=10, pg_timeout=1.5, plot=True):
-    """Run `pattern` (a key of PATTERNS) on fresh workers; print the outcome and draw the
-    per-rank timeline. Returns "ok", "hang", "error" or "silent corruption"."""
-    from labs.harness.launcher import HangError, WorkerError, launch
-
-    if pattern not in PATTERNS:
-        raise ValueError(f"unknown pattern {pattern!r}; pick one of {list(PATTERNS)}")
-    print(f"{pattern}: world size {world_size}, numel {numel}")
-    try:
-        results = launch(_explore_worker, world_size, args=(pattern, numel),
-                         timeout=pg_timeout + 8, pg_timeout=pg_timeout, quiet=True)
-        events = results.trace
-        wrong = corruption(results)
-        outcome = "silent corruption" if wrong else "ok"
-        print("silent corruption detected (no error was raised):" if wrong else
-              "ok: completed, every receiver got exactly what was sent")
-        for rank, r in enumerate(results):
-            if not isinstance(r, dict):
-                print(f"  rank {rank}: no receive to check")
-            elif _same(r["got"], r["expected"]):
-                print(f"  rank {rank}: received {_show(r['got'])}: correct")
-            else:
-                print(f"  rank {rank}: received {_show(r['got'])}, "
-                      f"but was sent {_show(r['expected'])}")
-    except HangError as exc:
-        outcome, events = "hang", exc.trace
-        print("hang: HangError")
-        print(exc.brief())
-    except WorkerError as exc:
-        outcome, events = "error", exc.trace
-        print("error: WorkerError")
-        print(exc.brief())
-    if plot and events:
-        import matplotlib.pyplot as plt
-
-        from labs.harness.plots import timeline
-        timeline(events, title=f"{pattern} ({outcome})")
-        plt.show()
-    return outcome
-
-
-def explorer():
-    """A widget: pick a pattern, world size and numel, click Run: explore() on real workers."""
-    import ipywidgets as widgets
-
-    style = {"description_width": "initial"}
-    pattern = widgets.Dropdown(options=list(PATTERNS), value="head-to-head blocking sends",
-                               description="pattern", style=style,
-                               layout=widgets.Layout(width="420px"))
-    world_size = widgets.IntSlider(value=2, min=2, max=4, description="world size", style=style)
-    numel = widgets.SelectionSlider(options=[2, 10, 1000, 100_000, 1_000_000], value=10,
-                                    description="numel", style=style)
-    run = widgets.Button(description="Run", button_style="primary", icon="play")
-    out = widgets.Output()
-
-    def on_click(_):
-        run.disabled = True
-        out.clear_output(wait=True)
-        try:
-            with out:
-                explore(pattern.value, world_size.value, numel.value)
-        finally:
-            run.disabled = False
-
-    run.on_click(on_click)
-    return widgets.VBox([widgets.HBox([pattern, run]), widgets.HBox([world_size, numel]), out])
 
 
 # -- command line / torchrun ------------------------------------------------------------------
@@ -436,5 +335,4 @@ def demo(rank, world_size):
 
 
 if __name__ == "__main__":
-    from labs.harness import cli
     cli.main(demo)

@@ -13,6 +13,8 @@ that averaging with point-to-point ops:
 `train` runs the same training from the same seed with any of the methods in METHODS;
 `compare_methods` runs them all in one launch so the notebook can show that they end
 with the same weights (up to float rounding) and how long a step takes with each.
+Reading the traces in the notebook (traffic per rank, a timeline without start-up):
+labs.views.gradients.
 """
 from __future__ import annotations
 
@@ -21,9 +23,12 @@ import time
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 from torch.nn.parallel import DistributedDataParallel
 
+from labs.harness import cli
 from labs.harness.exercises import exercise, todo
+from labs.harness.tracing import span
 from labs.ring import ring_all_reduce   # lesson 05's exercise (the reference under tests)
 
 METHODS = ("all_to_all", "ring", "bucketed", "all_reduce", "ddp")
@@ -222,7 +227,6 @@ def train(rank, world_size, method, steps=20, **kwargs):
 def one_step(rank, world_size, method, hidden=HIDDEN, bucket_bytes=BUCKET_BYTES):
     """One backward + averaging step with `method`, for the timeline (the launcher traces
     every op). A barrier first, so that the ranks start the step together."""
-    from labs.harness.tracing import span
     model = make_model(0, hidden)
     x, y = shard(rank, world_size, 0)
     dist.barrier()
@@ -230,31 +234,6 @@ def one_step(rank, world_size, method, hidden=HIDDEN, bucket_bytes=BUCKET_BYTES)
         nn.functional.mse_loss(model(x), y).backward()
     with span("average"):
         _averager(method, bucket_bytes)(model)
-
-
-def after_first_barrier(events):
-    """The traced events after the last rank left the first barrier, with times counted
-    from that moment: a timeline without the ranks' staggered start-up."""
-    import dataclasses
-    barriers = {}
-    for e in events:
-        if e.op == "barrier" and e.rank not in barriers:
-            barriers[e.rank] = e.t_done
-    t0 = max(barriers.values()) if barriers else 0.0
-    return [dataclasses.replace(e, t_post=max(e.t_post - t0, 0.0),
-                                t_done=None if e.t_done is None else e.t_done - t0)
-            for e in events if e.op != "barrier" and (e.t_done is None or e.t_done >= t0)]
-
-
-def traffic(events, world_size):
-    """Per rank, from a trace: {"batches", "sends", "bytes"} it posted/sent."""
-    out = []
-    for r in range(world_size):
-        sends = [e for e in events if e.rank == r and e.op in ("send", "isend")]
-        out.append({"batches": len({e.batch for e in sends if e.batch is not None}),
-                    "sends": len(sends),
-                    "bytes": sum(e.numel * getattr(torch, e.dtype).itemsize for e in sends)})
-    return out
 
 
 def averaging_check(rank, world_size, method):
@@ -292,7 +271,6 @@ def ddp_buckets(rank, world_size, configs, steps=2):
     before}. The hook does what DDP does by default (divide by W, all_reduce) and notes
     the time.
     """
-    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
     out = []
     for hidden, cap in configs:
         seen = []
@@ -332,5 +310,4 @@ def demo(rank, world_size):
 
 
 if __name__ == "__main__":
-    from labs.harness import cli
     cli.main(demo)

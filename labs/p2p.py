@@ -5,9 +5,10 @@
     touch_before_wait   buffer ownership: a send buffer changed before wait() sends the change
     read_before_wait    ... and a receive buffer read before wait() holds nothing useful yet
     rendezvous_send     gloo's send returns only once the receiver has posted its recv
-                        (plot_rendezvous, rendezvous_explorer: the notebook's plot and widget)
     any_source          recv/irecv with src=None take a message from whichever rank sends
     ping_pong_run, token_ring_run   run the two exercises
+
+Notebook side (rendezvous_send's timeline plot and its widget): labs.views.p2p.
 
 Exercises (write the bodies; `make check` grades them):
     ping_pong(tensor, rounds)   bounce a tensor between ranks 0 and 1
@@ -22,6 +23,7 @@ import time
 import torch
 import torch.distributed as dist
 
+from labs.harness import cli
 from labs.harness.exercises import exercise, todo
 from labs.harness.tracing import span
 
@@ -119,37 +121,6 @@ def rendezvous_send(rank, world_size, delay=0.3, numel=10):
         with span("sleep"):
             time.sleep(delay)
         dist.recv(torch.empty(numel), src=0)
-
-
-def send_timing(trace):
-    """From a rendezvous_send trace: (send posted, send done, recv posted, recv done) in s."""
-    send = next(e for e in trace if e.rank == 0 and e.op == "send")
-    recv = next(e for e in trace if e.rank == 1 and e.op == "recv")
-    return send.t_post, send.t_done, recv.t_post, recv.t_done
-
-
-def plot_rendezvous(delay):
-    """Notebook side: run rendezvous_send with the receiver sleeping `delay` s; plot it."""
-    import matplotlib.pyplot as plt
-
-    from labs.harness.launcher import launch
-    from labs.harness.plots import timeline
-
-    results = launch(rendezvous_send, 2, args=(float(delay),), quiet=True)
-    send_post, send_done, recv_post, _ = send_timing(results.trace)
-    print(f"receiver delay {delay:g} s: the send returned after the recv was posted:",
-          send_done >= recv_post)
-    timeline(results.trace, title=f"receiver sleeps {delay:g} s before its recv")
-    plt.show()
-    return results
-
-
-def rendezvous_explorer():
-    """A slider for the receiver's delay; each change launches real workers and replots."""
-    import ipywidgets as widgets
-
-    widgets.interact_manual(plot_rendezvous, delay=widgets.FloatSlider(
-        value=0.3, min=0.0, max=1.0, step=0.05, description="recv delay (s)"))
 
 
 # -- 4. receiving from any source -----------------------------------------------------------
@@ -273,5 +244,4 @@ def demo(rank, world_size):
 
 
 if __name__ == "__main__":
-    from labs.harness import cli
     cli.main(demo)

@@ -13,7 +13,8 @@ Two patterns, each on real workers and checked against the unsplit computation:
     partial results with log-sum-exp and equals full attention.
 
 Exercises: `send_forward_recv_backward`, `send_backward_recv_forward` (notebook 09,
-Exercise 1) and `rotate_kv` (Exercise 2).
+Exercise 1) and `rotate_kv` (Exercise 2). The notebook's trace check (did the rotation
+overlap the compute?): labs.views.patterns.
 """
 from collections import deque
 
@@ -21,6 +22,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
+from labs.harness import cli
 from labs.harness.exercises import exercise, todo
 from labs.harness.tracing import span
 
@@ -315,23 +317,6 @@ def wait_twice(rank, world_size):
     return "second wait done"
 
 
-def rotation_overlaps_compute(trace, world_size):
-    """From a traced ring-attention run: on every rank, was each rotation posted before the
-    compute of the same step started, and waited for only after it ended? (Program order,
-    not timing.)"""
-    ok = True
-    for rank in range(world_size):
-        events = [e for e in trace if e.rank == rank]
-        spans = [e for e in events if e.op == "compute"]
-        for step in range(world_size - 1):
-            posted = [e for e in events if e.batch == step and e.op in ("isend", "irecv")]
-            waits = [e for e in events if e.batch == step and e.op == "wait"]
-            compute = spans[step]
-            ok &= bool(posted) and all(e.t_post <= compute.t_post for e in posted)
-            ok &= bool(waits) and all(e.t_post >= compute.t_done for e in waits)
-    return ok
-
-
 # ----------------------------------------------------------------------------------------
 
 def demo(rank, world_size):
@@ -351,5 +336,4 @@ def demo(rank, world_size):
 
 
 if __name__ == "__main__":
-    from labs.harness import cli
     cli.main(demo)

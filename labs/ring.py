@@ -24,7 +24,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from labs.harness import tracing
+from labs.harness import cli, tracing
 from labs.harness.exercises import exercise, todo
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64,
@@ -421,5 +421,4 @@ def demo(rank, world_size):
 
 
 if __name__ == "__main__":
-    from labs.harness import cli
     cli.main(demo)

@@ -16,7 +16,9 @@ The exercise is `fixed_ring_all_reduce(tensor)` (notebook 08, "Exercise").
 import torch
 import torch.distributed as dist
 import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
 
+from labs.harness import cli
 from labs.harness.exercises import exercise, todo
 
 
@@ -336,7 +338,6 @@ def average_gradients_fixed(model):
 
 def all_to_all_fixed_vs_ddp(rank, world_size):
     """Fixed snippet 3 vs DDP on the same model and data: (max |difference|, allclose)."""
-    from torch.nn.parallel import DistributedDataParallel as DDP
     model, x, y = make_model_and_grads(rank)
     average_gradients_fixed(model)
     ours = [p.grad.clone() for p in model.parameters()]
@@ -363,5 +364,4 @@ def demo(rank, world_size):
 
 
 if __name__ == "__main__":
-    from labs.harness import cli
     cli.main(demo)

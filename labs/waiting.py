@@ -19,18 +19,15 @@ import time
 import torch
 import torch.distributed as dist
 
+from labs.harness import cli
 from labs.harness.exercises import exercise, todo
+from labs.harness.gloo_text import gloo_message
 from labs.harness.tracing import span
 
 
 def _ring(rank, world_size):
     """(next rank, previous rank) on the ring 0 -> 1 -> ... -> world_size-1 -> 0."""
     return (rank + 1) % world_size, (rank - 1) % world_size
-
-
-def _gloo_message(exc):
-    """A gloo error without its source path: '[.../unbound_buffer.cc:78] Timed out ...'."""
-    return str(exc).split("] ", 1)[-1].splitlines()[0]
 
 
 # -- 1. wait() vs barrier() -----------------------------------------------------------------
@@ -100,7 +97,7 @@ def wait_twice(rank, world_size):
             dist.recv(torch.zeros(1), src=1, tag=1)     # nothing comes: rank 1 closes first
             return "rank 1 sent something"
         except RuntimeError as exc:
-            return _gloo_message(exc).split(" [")[0]
+            return gloo_message(exc).split(" [")[0]
     work = dist.irecv(torch.zeros(3), src=0)
     work.wait()
     seen = ["first wait returned", f"is_completed(): {work.is_completed()}"]
@@ -108,7 +105,7 @@ def wait_twice(rank, world_size):
         work.wait(timeout=datetime.timedelta(seconds=1))
         seen.append("second wait returned")
     except RuntimeError as exc:
-        seen.append("second wait: " + _gloo_message(exc))
+        seen.append("second wait: " + gloo_message(exc))
     return seen
 
 
@@ -287,5 +284,4 @@ def demo(rank, world_size):
 
 
 if __name__ == "__main__":
-    from labs.harness import cli
     cli.main(demo)

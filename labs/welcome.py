@@ -1,11 +1,11 @@
-"""Lesson 00: the worker functions notebook 00 launches."""
+"""Lesson 00: the worker functions notebook 00 launches (its explorer: labs.views.welcome)."""
 import os
 import time
 
 import torch
 import torch.distributed as dist
 
-from labs.harness.launcher import launch
+from labs.harness import cli
 
 
 def hello(rank, world_size):
@@ -39,39 +39,12 @@ def head_to_head_send(rank, world_size, numel=10):
 
 
 def die(rank, world_size, how="exit"):
+    """The last rank exits with code 3 (how="exit") or is killed by SIGKILL; the others wait."""
     if rank == world_size - 1:
         if how == "exit":
             os._exit(3)
         os.kill(os.getpid(), 9)
     time.sleep(30)
-
-
-def run_hello(world_size):
-    """What the explorer's button does: start `world_size` real workers, all_reduce, report."""
-    results = launch(first_all_reduce, world_size, quiet=True)
-    expected = world_size * (world_size + 1) / 2
-    print(f"{world_size} workers started; each rank's all_reduce result: {list(results)}")
-    print(f"sum of 1..{world_size} = {expected:g}: "
-          f"{'correct' if all(r == expected for r in results) else 'WRONG'}")
-    return results
-
-
-def explorer():
-    """A slider for the world size and a Run button that launches real workers."""
-    import ipywidgets as widgets
-    from IPython.display import display
-
-    size = widgets.IntSlider(value=4, min=1, max=8, description="world size")
-    button = widgets.Button(description="Run", button_style="primary")
-    out = widgets.Output()
-
-    def on_click(_):
-        out.clear_output()
-        with out:
-            run_hello(size.value)
-
-    button.on_click(on_click)
-    display(widgets.VBox([widgets.HBox([size, button]), out]))
 
 
 def demo(rank, world_size):
@@ -80,5 +53,4 @@ def demo(rank, world_size):
 
 
 if __name__ == "__main__":
-    from labs.harness import cli
     cli.main(demo)

@@ -18,7 +18,7 @@ import time
 
 import torch.multiprocessing as tmp
 
-from labs import launcher
+from labs.harness import launcher
 from labs.welcome import first_all_reduce
 
 

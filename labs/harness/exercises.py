@@ -42,3 +42,9 @@ def todo(where: str):
     return NotImplementedError(
         f"This is an exercise: write its body (see {where}). "
         f"Grade it with `make check`.")
+
+
+def exercises_in(module) -> dict:
+    """The exercises `module` defines (not those it imports), by name, in file order."""
+    return {name: fn for name, fn in vars(module).items()
+            if getattr(fn, "is_exercise", False) and fn.__module__ == module.__name__}

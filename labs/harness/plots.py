@@ -17,29 +17,26 @@ irecv bar ends when the program saw it complete: at its wait() or is_completed()
 """
 from __future__ import annotations
 
-from collections import defaultdict, deque
-
 import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from labs.harness.calls import fifo_pairs, wrap_calls
+from labs.harness.stepper import step_slider
+
+# One palette for every picture of the course: timelines and schedule drawings alike.
 COLORS = {"send": "tab:red", "isend": "tab:red", "recv": "tab:blue", "irecv": "tab:blue",
-          "wait": "tab:purple", "compute": "tab:gray"}
-COLLECTIVE_COLOR = "tab:green"
+          "wait": "tab:purple", "compute": "tab:gray", "collective": "tab:green"}
 SENDS, RECVS = ("send", "isend"), ("recv", "irecv")
 
 
 def match_pairs(events):
     """[(send_event, recv_event)] matched as gloo does: FIFO per (src, dst, tag).
     Receives from any source (peer None) are not matched: the trace does not say who sent."""
-    queues = defaultdict(deque)
-    pairs = []
-    for e in sorted((e for e in events if e.op in SENDS), key=lambda e: e.t_post):
-        queues[(e.rank, e.peer, e.tag)].append(e)
-    for e in sorted((e for e in events if e.op in RECVS), key=lambda e: e.t_post):
-        q = queues.get((e.peer, e.rank, e.tag))
-        if q:
-            pairs.append((q.popleft(), e))
+    sends = sorted((e for e in events if e.op in SENDS), key=lambda e: e.t_post)
+    recvs = sorted((e for e in events if e.op in RECVS), key=lambda e: e.t_post)
+    pairs, _ = fifo_pairs((((e.rank, e.peer, e.tag), e) for e in sends),
+                          (((e.peer, e.rank, e.tag), e) for e in recvs))
     return pairs
 
 
@@ -54,7 +51,7 @@ def _short(e) -> str:
 
 
 def _color(e) -> str:
-    return COLORS.get(e.op, COLLECTIVE_COLOR)
+    return COLORS.get(e.op, COLORS["collective"])
 
 
 def _rows(events, end):
@@ -84,90 +81,123 @@ def timeline(events, title="", ax=None, arrows=True, unit="ms", *, upto=None,
                calls are hidden, calls still running are drawn up to `upto`.
     highlight: an event to outline in black (the scrubber's current step).
     """
-    scale = 1e3 if unit == "ms" else 1.0
-    ranks = sorted({e.rank for e in events}) or [0]
-    # Rows inside each lane come from the whole run, so bars keep their place while scrubbing.
-    full_end = max([e.t_done or e.t_post for e in events] + [1e-6])
-    rows, nrows = {}, {}
-    for r in ranks:
-        rows_r, nrows[r] = _rows([e for e in events if e.rank == r], full_end)
-        rows.update(rows_r)
+    lanes = _Lanes(events)
     if upto is not None:
         events = [e for e in events if e.t_post <= upto]
-    end = max([e.t_done or e.t_post for e in events] + [1e-6])
-    if upto is not None:
-        end = max(upto, 1e-6)
+    if ax is None:
+        # This size is part of the figure's text repr, which nbval compares: keep it.
+        _, ax = plt.subplots(figsize=(9, 0.7 + 0.6 * len(lanes.ranks)))
+    picture = _Timeline(ax, lanes, events, unit, upto)
+    never = False
+    for e in events:
+        never |= picture.bar(e, highlight=e is highlight, label=labels)
+    if arrows:
+        picture.arrows(events)
+    ranks = lanes.ranks
+    ax.set_yticks(range(len(ranks)), [f"rank {r}" for r in ranks])
+    ax.set_ylim(len(ranks) - 0.5, -0.5)
+    if upto is not None:        # the whole run's extent, and a line at "now"
+        ax.axvline(upto * picture.scale, color="black", lw=0.8, ls=":")
+    ax.set_xlim(0, max(picture.end, lanes.full_end) * picture.scale * 1.02)
+    ax.set_xlabel(f"time ({unit})")
+    if legend:
+        ax.legend(handles=_legend(never), loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  fontsize=7, frameon=False, borderaxespad=0.0)
+    if title:
+        ax.set_title(title, loc="left", fontsize=10)
+    return ax
 
-    def done(e):
-        if e.t_done is None or (upto is not None and e.t_done > upto):
+
+class _Lanes:
+    """One lane per rank; rows inside a lane come from the whole run, so bars keep their
+    place while scrubbing."""
+
+    height = 0.8
+
+    def __init__(self, events):
+        self.ranks = sorted({e.rank for e in events}) or [0]
+        self.full_end = max([e.t_done or e.t_post for e in events] + [1e-6])
+        self.rows, self.nrows = {}, {}
+        for r in self.ranks:
+            rows_r, self.nrows[r] = _rows([e for e in events if e.rank == r], self.full_end)
+            self.rows.update(rows_r)
+
+    def y(self, e) -> float:
+        lane, n = self.ranks.index(e.rank), self.nrows[e.rank]
+        return lane - self.height / 2 + (self.rows[id(e)] + 0.5) * self.height / n
+
+    def bar_height(self, e) -> float:
+        return self.height / self.nrows[e.rank] * 0.82
+
+
+class _Timeline:
+    """The bars and arrows of one timeline, as of time `upto` (None: the end of the run)."""
+
+    def __init__(self, ax, lanes: _Lanes, events, unit, upto):
+        self.ax, self.lanes, self.upto = ax, lanes, upto
+        self.scale = 1e3 if unit == "ms" else 1.0
+        self.end = (max(upto, 1e-6) if upto is not None else
+                    max([e.t_done or e.t_post for e in events] + [1e-6]))
+
+    def done(self, e):
+        """When `e` completed, if it had by `upto`."""
+        if e.t_done is None or (self.upto is not None and e.t_done > self.upto):
             return None
         return e.t_done
 
-    if ax is None:
-        # This size is part of the figure's text repr, which nbval compares: keep it.
-        _, ax = plt.subplots(figsize=(9, 0.7 + 0.6 * len(ranks)))
-    lane_h = 0.8
-
-    def y_of(e):
-        n = nrows[e.rank]
-        return ranks.index(e.rank) - lane_h / 2 + (rows[id(e)] + 0.5) * lane_h / n
-
-    never = False
-    for e in events:
-        t_done = done(e)
+    def bar(self, e, highlight: bool, label: bool) -> bool:
+        """Draw one call; True if the run ended with it incomplete."""
+        ax, scale, full_end = self.ax, self.scale, self.lanes.full_end
+        t_done = self.done(e)
         running = t_done is None
-        finished_late = running and upto is None     # the run ended with it incomplete
-        never |= finished_late
-        right = t_done if t_done is not None else end
+        finished_late = running and self.upto is None
+        right = t_done if t_done is not None else self.end
         width = max((right - e.t_post) * scale, full_end * scale * 0.003)
-        height = lane_h / nrows[e.rank] * 0.82
+        height = self.lanes.bar_height(e)
         pale = not e.blocking or running
         edge, lw, ls = "black", 0.3, "-"
         if finished_late:
             edge, lw, ls = "red", 1.3, "--"
-        if highlight is not None and e is highlight:
+        if highlight:
             edge, lw, ls = "black", 2.2, "-"
-        ax.barh(y_of(e), width, left=e.t_post * scale, height=height, color=_color(e),
+        y = self.lanes.y(e)
+        ax.barh(y, width, left=e.t_post * scale, height=height, color=_color(e),
                 alpha=0.4 if pale else 0.85, hatch="//" if not e.blocking else None,
                 edgecolor=edge, linewidth=lw, linestyle=ls)
-        if e.error and e.t_error is not None and (upto is None or e.t_error <= upto):
-            ax.plot([e.t_error * scale], [y_of(e)], marker="x", color="red", markersize=8)
-        if labels and width >= 0.07 * full_end * scale and height > 0.15:
-            ax.text(e.t_post * scale + width / 2, y_of(e), _short(e), ha="center",
+        if e.error and e.t_error is not None and (self.upto is None or e.t_error <= self.upto):
+            ax.plot([e.t_error * scale], [y], marker="x", color="red", markersize=8)
+        if label and width >= 0.07 * full_end * scale and height > 0.15:
+            ax.text(e.t_post * scale + width / 2, y, _short(e), ha="center",
                     va="center", fontsize=7, clip_on=True)
-    if arrows:
+        return finished_late
+
+    def arrows(self, events):
+        """Send to receive: from when both sides were posted to when the receive completed."""
         for s, r in match_pairs(events):
-            r_done = done(r)
+            r_done = self.done(r)
             if r_done is None:
                 continue
-            x0 = max(s.t_post, r.t_post) * scale
-            ax.annotate("", xy=(r_done * scale, y_of(r)), xytext=(x0, y_of(s)),
-                        arrowprops=dict(arrowstyle="-|>", color="black", lw=0.9, alpha=0.75,
-                                        shrinkA=0, shrinkB=0))
-    ax.set_yticks(range(len(ranks)), [f"rank {r}" for r in ranks])
-    ax.set_ylim(len(ranks) - 0.5, -0.5)
-    if upto is not None:        # the whole run's extent, and a line at "now"
-        ax.axvline(upto * scale, color="black", lw=0.8, ls=":")
-    ax.set_xlim(0, max(end, full_end) * scale * 1.02)
-    ax.set_xlabel(f"time ({unit})")
-    if legend:
-        handles = [Patch(facecolor="tab:red", alpha=0.85, label="send (blocking)"),
-                   Patch(facecolor="tab:red", alpha=0.4, hatch="//", label="isend in flight"),
-                   Patch(facecolor="tab:blue", alpha=0.85, label="recv (blocking)"),
-                   Patch(facecolor="tab:blue", alpha=0.4, hatch="//", label="irecv in flight"),
-                   Patch(facecolor="tab:purple", alpha=0.85, label="wait"),
-                   Patch(facecolor=COLLECTIVE_COLOR, alpha=0.85, label="collective"),
-                   Patch(facecolor="tab:gray", alpha=0.85, label="compute (span)"),
-                   Line2D([], [], color="black", marker=">", markersize=5,
-                          label="matched pair: data moves")]
-        if never:
-            handles.append(Patch(facecolor="white", edgecolor="red", linestyle="--",
-                                 label="never completed"))
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7,
-                  frameon=False, borderaxespad=0.0)
-    if title:
-        ax.set_title(title, loc="left", fontsize=10)
-    return ax
+            x0 = max(s.t_post, r.t_post) * self.scale
+            self.ax.annotate("", xy=(r_done * self.scale, self.lanes.y(r)),
+                             xytext=(x0, self.lanes.y(s)),
+                             arrowprops=dict(arrowstyle="-|>", color="black", lw=0.9,
+                                             alpha=0.75, shrinkA=0, shrinkB=0))
+
+
+def _legend(never: bool) -> list:
+    handles = [Patch(facecolor=COLORS["send"], alpha=0.85, label="send (blocking)"),
+               Patch(facecolor=COLORS["isend"], alpha=0.4, hatch="//", label="isend in flight"),
+               Patch(facecolor=COLORS["recv"], alpha=0.85, label="recv (blocking)"),
+               Patch(facecolor=COLORS["irecv"], alpha=0.4, hatch="//", label="irecv in flight"),
+               Patch(facecolor=COLORS["wait"], alpha=0.85, label="wait"),
+               Patch(facecolor=COLORS["collective"], alpha=0.85, label="collective"),
+               Patch(facecolor=COLORS["compute"], alpha=0.85, label="compute (span)"),
+               Line2D([], [], color="black", marker=">", markersize=5,
+                      label="matched pair: data moves")]
+    if never:
+        handles.append(Patch(facecolor="white", edgecolor="red", linestyle="--",
+                             label="never completed"))
+    return handles
 
 
 # ----------------------------------------------------------------------------------------
@@ -202,41 +232,21 @@ def summary(events) -> str:
     for r in sorted({e.rank for e in events}):
         calls = [f"{e.describe()}{'' if e.t_done is not None else ' [never completed]'}"
                  for e in events if e.rank == r]
-        line = f"rank {r}: "
-        for i, call in enumerate(calls):       # break lines between calls, never inside one
-            piece = call + (";" if i < len(calls) - 1 else "")
-            if len(line) + len(piece) > 100 and line.strip() != f"rank {r}:":
-                lines.append(line.rstrip())
-                line = " " * len(f"rank {r}: ")
-            line += piece + " "
-        lines.append(line.rstrip())
+        lines += wrap_calls(f"rank {r}: ", calls, 100)
     return "\n".join(lines)
 
 
 def scrub(events, title="", unit="ms"):
     """An ipywidgets view of a recorded run: drag "step" to redraw the timeline up to that
     moment; the text under it says what happened then. Returns the widget (display it)."""
-    import ipywidgets as widgets
-
     steps = moments(events)
     if not steps:
         raise ValueError("the trace is empty: nothing to scrub through")
-    out = widgets.Output()
-    slider = widgets.IntSlider(value=0, min=0, max=len(steps) - 1, description="step",
-                               continuous_update=True)
-    play = widgets.Play(value=0, min=0, max=len(steps) - 1, interval=600, description="play")
-    widgets.jslink((play, "value"), (slider, "value"))
 
-    def show(change=None):
-        k = slider.value
-        with out:
-            out.clear_output(wait=True)
-            t, _, _, e = steps[k]
-            timeline(events, title=title or f"step {k} of {len(steps) - 1}", upto=t,
-                     highlight=e, unit=unit)
-            plt.show()
-            print(f"step {k}: {describe_moment(steps[k], unit)}")
+    def draw(k):
+        t, _, _, e = steps[k]
+        timeline(events, title=title or f"step {k} of {len(steps) - 1}", upto=t, highlight=e,
+                 unit=unit)
 
-    slider.observe(show, names="value")
-    show()
-    return widgets.VBox([widgets.HBox([play, slider]), out])
+    return step_slider(len(steps), draw, lambda k: f"step {k}: {describe_moment(steps[k], unit)}",
+                       play=True)

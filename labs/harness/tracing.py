@@ -49,6 +49,8 @@ class Event:
     label: str = ""              # compute spans: what the lab called it
     error: str = ""              # the call raised this
     t_error: float | None = None
+    seq: int = 0                 # position in its rank's list of events
+    waits_for: int | None = None  # a wait: the `seq` of the op it waits for
 
     def describe(self) -> str:
         """'isend(to 1, tag 0, 10 x float32)' -- the words HangError uses."""
@@ -78,30 +80,18 @@ class Tracer:
         self.events: list[Event] = []
         self.blocked_in: Event | None = None   # the call the main thread is sitting in
         self.failed_in: Event | None = None    # the blocking call that raised (e.g. timeout)
+        self.note = ""                          # what the rank says it is doing, if not a call
         self._batches = 0
         self._local = threading.local()         # depth > 0: inside a traced call
 
     def reset(self, rank: int) -> None:
-        self.rank, self.events, self._batches = rank, [], 0
+        self.rank, self.events, self._batches, self.note = rank, [], 0, ""
         self.blocked_in = self.failed_in = None
 
     # -- what the launcher asks for ------------------------------------------------
     def outstanding(self) -> list[Event]:
         """Non-blocking ops posted but not (yet) seen complete."""
         return [e for e in self.events if e.t_done is None and not e.blocking]
-
-    def status(self) -> dict:
-        """A picklable snapshot: what this rank is blocked in, and what it has in flight."""
-        blocked, now = self.blocked_in, time.perf_counter()
-        if blocked is None and self.failed_in is not None:   # it raised out of the call
-            blocked, now = self.failed_in, self.failed_in.t_error
-        return {
-            "rank": self.rank,
-            "blocked_in": blocked.describe() if blocked else None,
-            "blocked_for": (now - blocked.t_post) if blocked else 0.0,
-            "outstanding": [e.describe() for e in self.outstanding()],
-            "last": self.events[-1].describe() if self.events else None,
-        }
 
     # -- recording -------------------------------------------------------------------
     def _depth(self) -> int:
@@ -120,7 +110,7 @@ class Tracer:
                    numel=tensor.numel() if tensor is not None else 0,
                    dtype=str(tensor.dtype).replace("torch.", "") if tensor is not None else "",
                    t_post=time.perf_counter(), batch=getattr(self._local, "batch", None),
-                   blocking=blocking, label=label)
+                   blocking=blocking, label=label, seq=len(self.events))
         self.events.append(ev)
         return ev
 
@@ -164,7 +154,7 @@ class TracedWork:
         ev = TRACER._new("wait", blocking=True, label=self.event.describe())
         ev.peer, ev.tag, ev.numel, ev.dtype = (self.event.peer, self.event.tag,
                                                self.event.numel, self.event.dtype)
-        ev.batch = self.event.batch
+        ev.batch, ev.waits_for = self.event.batch, self.event.seq
         with TRACER.blocking(ev):
             result = self._work.wait() if timeout is None else self._work.wait(timeout)
         self.event.t_done = self.event.t_done or ev.t_done

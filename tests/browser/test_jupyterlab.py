@@ -3,8 +3,9 @@
 nbval proves that every cell's output is right; it never renders anything. This test
 starts a real JupyterLab server (temporary settings, workspaces and runtime dirs, a
 fixed token, 127.0.0.1, a free port, this Python, the reference solutions on), opens
-each notebook through the UI in headless Chromium driven by Playwright (one page per
-notebook, all running at once), clicks Run > Run All Cells, and checks what a reader sees:
+each lesson notebook that shows a widget (found from its committed outputs) through the
+UI in headless Chromium driven by Playwright (one page per notebook, all running at
+once), clicks Run > Run All Cells, and checks what a reader sees:
 
   * every code cell ran and none failed: no output of type error, no traceback except
     in a cell that catches the exception and prints it on purpose (File > Save, then
@@ -42,21 +43,25 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tests import course
+from tests.procs import descendants, die_with as _die_with, read, still_alive
+
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 TOKEN = "p2p-course-browser-test"
-NOTEBOOKS = ["notebooks/00_welcome.ipynb", "notebooks/04_deadlock_hazards.ipynb"]
+# Every lesson whose committed outputs show a widget (found from the notebook files).
+NOTEBOOKS = [str(p.relative_to(ROOT)) for p in course.widget_notebooks()]
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync"]
 SERVER_START_TIMEOUT = 60.0
-RUN_ALL_TIMEOUT = 150.0        # a notebook runs in < 60 s; the machine may be loaded
+# A notebook runs in < 60 s alone; here they all run at once, on a machine that may be loaded.
+RUN_ALL_SECONDS_EACH = 45.0
 WIDGET_TIMEOUT = 60.0          # one click on Run: a launch or a deliberate hang demo
 
 pytestmark = pytest.mark.slow
 
 
-from tests.conftest import die_with as _die_with  # noqa: E402
 
 
 def _notebooks() -> list[str]:
@@ -67,42 +72,6 @@ def _notebooks() -> list[str]:
 # ----------------------------------------------------------------------------------------
 # Processes: what we started, and proof that it is gone
 # ----------------------------------------------------------------------------------------
-
-def _proc_table() -> dict[int, tuple[int, int, str, str]]:
-    """pid -> (ppid, pgid, state, start time) for every process, from /proc."""
-    table = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        table[int(entry)] = (int(fields[1]), int(fields[2]), fields[0], fields[19])
-    return table
-
-
-def descendants(pid: int) -> dict[int, str]:
-    """Living descendants of `pid`: pid -> start time (to tell a reused pid apart)."""
-    table = _proc_table()
-    children: dict[int, list[int]] = {}
-    for p, (ppid, _, _, _) in table.items():
-        children.setdefault(ppid, []).append(p)
-    found, todo = {}, list(children.get(pid, []))
-    while todo:
-        p = todo.pop()
-        if table[p][2] != "Z":
-            found[p] = table[p][3]
-        todo.extend(children.get(p, []))
-    return found
-
-
-def still_alive(tracked: dict[int, str]) -> list[int]:
-    table = _proc_table()
-    return [p for p, start in tracked.items()
-            if p in table and table[p][3] == start and table[p][2] != "Z"]
-
 
 def _cmdline(pid: int) -> str:
     try:
@@ -222,7 +191,7 @@ class LabServer:
         workers): kernels run in sessions of their own, so its process group is not
         enough to find them later."""
         if self.proc is not None and self.proc.poll() is None:
-            self.tracked[self.proc.pid] = _proc_table().get(self.proc.pid, (0, 0, "", ""))[3]
+            self.tracked[self.proc.pid] = getattr(read(self.proc.pid), "start", "")
             self.tracked.update(descendants(self.proc.pid))
 
     def shutdown_kernel(self, path: str) -> None:
@@ -414,7 +383,7 @@ EXPECT = {
                                               ("button", "Run"), ("output", "")],
                                   "figure": True},
 }
-WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+WIDGET_MIME = course.WIDGET_MIME
 
 
 def committed_kinds(nb) -> list[set]:
@@ -536,7 +505,8 @@ def runs(lab, browser):
                     run.start()
             except Exception as exc:  # noqa: BLE001
                 run.error = exc
-        deadline = time.monotonic() + RUN_ALL_TIMEOUT
+        timeout = max(150.0, RUN_ALL_SECONDS_EACH * len(opened))
+        deadline = time.monotonic() + timeout
         pending = [r for r in opened.values() if r.error is None]
         while pending and time.monotonic() < deadline:
             for run in list(pending):
@@ -548,7 +518,7 @@ def runs(lab, browser):
                     pending.remove(run)
             time.sleep(0.25)
         for run in pending:
-            run.error = AssertionError(f"timed out after {RUN_ALL_TIMEOUT:g} s waiting for "
+            run.error = AssertionError(f"timed out after {timeout:g} s waiting for "
                                        f"all {run.n_code} code cells of {run.name} to run")
         yield opened
     finally:

@@ -1,0 +1,124 @@
+"""The two exceptions a launch raises, and the diagnosis that picks one.
+
+    WorkerError   a rank raised, or died (signal, os._exit, gloo abort)
+    HangError     the ranks stopped making progress: the launch deadline passed, or
+                  gloo's own timeout fired inside the workers (a TimeoutError)
+"""
+from __future__ import annotations
+
+import re
+import signal
+
+from labs.harness.messages import describe_statuses
+from labs.harness.worker import JOIN_TIMEOUT
+
+_GLOO_TIMEOUT = re.compile(r"[Tt]imed out|timeout caused pair closure|Timeout")
+_COLLATERAL = re.compile(r"Connection closed by peer|Connection reset by peer|Broken pipe")
+
+
+class WorkerError(RuntimeError):
+    """One or more workers raised or died.
+
+    `.ranks` (the ranks that failed first), `.causes` (rank -> "ValueError: ..." or
+    "was killed by signal SIGABRT"), `.tracebacks` (rank -> text), `.statuses` (rank ->
+    RankStatus), `.outputs` (rank -> what it printed), `.trace` (the calls each rank made).
+    """
+
+    def __init__(self, message, ranks=(), tracebacks=None, statuses=None, causes=None):
+        super().__init__(message)
+        self.ranks = list(ranks)
+        self.tracebacks = tracebacks or {}
+        self.statuses = statuses or {}
+        self.causes = causes or {}
+
+    def brief(self) -> str:
+        """The same facts without tracebacks, paths or timings: stable, for notebooks."""
+        return "\n".join(f"rank {r}: {strip_paths(self.causes.get(r, ''))}" for r in self.ranks)
+
+
+class HangError(TimeoutError):
+    """The workers stopped making progress. `.statuses`: rank -> RankStatus (what it was
+    blocked in); `.outputs` and `.trace` as for WorkerError (the calls that never ended)."""
+
+    def __init__(self, message, statuses=None):
+        super().__init__(message)
+        self.statuses = statuses or {}
+
+    def brief(self) -> str:
+        """Per rank, the call it was blocked in, without timings: stable, for notebooks."""
+        return "\n".join("  " + line for line in describe_statuses(self.statuses, timings=False))
+
+
+def strip_paths(text: str) -> str:
+    """'[/__w/.../gloo/transport/tcp/pair.cc:801] msg' -> '[gloo/transport/tcp/pair.cc] msg'."""
+    text = re.sub(r"\[[^\]]*?(gloo/[^\]:]+)(:\d+)?\]", r"[\1]", text)
+    return re.sub(r"\[127\.0\.0\.1\]:\d+", "[127.0.0.1]:<port>", text)
+
+
+def signal_name(code) -> str:
+    if code is None:
+        return "was killed"
+    if code < 0:
+        try:
+            return f"was killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code} without returning"
+
+
+def raise_if_failed(outcome, timeout, pg_timeout) -> None:
+    """Turn a failed or hung Outcome into HangError or WorkerError; do nothing if it ran."""
+    failures, deaths = outcome.failures, outcome.deaths
+    gloo_timeouts = {r for r, f in failures.items() if _GLOO_TIMEOUT.search(f.summary)}
+    collateral = {r for r, f in failures.items() if _COLLATERAL.search(f.summary)}
+    if outcome.hang or (gloo_timeouts and not deaths
+                        and set(failures) <= gloo_timeouts | collateral):
+        raise _hang_error(outcome, timeout, pg_timeout, gloo_timeouts)
+    if failures or deaths:
+        raise _worker_error(outcome, collateral)
+
+
+def _hang_error(outcome, timeout, pg_timeout, gloo_timeouts) -> HangError:
+    why = (f"not every rank joined the process group within {JOIN_TIMEOUT:g} s"
+           if outcome.hang == "join" else
+           f"no result after the launch timeout ({timeout:g} s)" if outcome.hang else
+           f"gloo's timeout ({pg_timeout:g} s) fired in rank(s) "
+           f"{', '.join(map(str, sorted(gloo_timeouts)))}")
+    lines = [f"the workers stopped making progress: {why}.",
+             *("  " + line for line in describe_statuses(outcome.statuses)),
+             "All workers were stopped. A gloo pair that timed out cannot be reused, so the "
+             "next launch starts fresh workers."]
+    return HangError("\n".join(lines), outcome.statuses)
+
+
+def _worker_error(outcome, collateral) -> WorkerError:
+    failures, deaths, outputs = outcome.failures, outcome.deaths, outcome.outputs
+    # A rank that fails takes its connections down with it; its peers then fail with
+    # "Connection closed by peer". Name the cause first; peers' tracebacks are noise.
+    if collateral == set(failures) and not deaths:
+        collateral = set()
+    ranks = sorted((set(failures) | set(deaths)) - collateral)
+    causes = {r: failures[r].summary if r in failures else signal_name(deaths[r]) for r in ranks}
+    parts = []
+    for r in ranks:
+        parts.append(f"rank {r} {'raised ' if r in failures else ''}{causes[r]}")
+        if r in deaths and r not in outputs:
+            parts[-1] += (" before it could run your function (a script that calls "
+                          "launch() must do so under `if __name__ == \"__main__\":`)")
+    lines = ["; ".join(parts) + "."]
+    for r in ranks:
+        if r in failures:
+            lines.append(f"--- rank {r} traceback ---\n{failures[r].traceback.rstrip()}")
+        elif outputs.get(r, "").strip():
+            tail = "\n".join(outputs[r].rstrip().splitlines()[-5:])
+            lines.append(f"--- rank {r} last output ---\n{tail}")
+    if collateral:
+        lines.append(f"Then rank(s) {', '.join(map(str, sorted(collateral)))} failed "
+                     f"because a peer's connection closed: "
+                     f"{failures[min(collateral)].summary[:160]}")
+    others = {r: s for r, s in outcome.statuses.items() if r not in ranks and r not in collateral}
+    if others:
+        lines.append("The other ranks were stopped while:")
+        lines.extend("  " + line for line in describe_statuses(others))
+    return WorkerError("\n".join(lines), ranks,
+                       {r: f.traceback for r, f in failures.items()}, outcome.statuses, causes)

@@ -1,0 +1,107 @@
+"""The worker side of a grader: this rank's inputs, and a record of one call of the exercise."""
+from __future__ import annotations
+
+import contextlib
+import inspect
+from dataclasses import dataclass, field
+
+import torch
+
+from labs.harness import tracing
+from labs.harness.grading.run import GradeFailure
+from labs.harness.tracing import Event
+
+
+def seeded(rank, shape, dtype, seed=0) -> torch.Tensor:
+    """Rank `rank`'s input for case `seed`: the same on every run (so the test can rebuild
+    it to know the expected result) and different on every rank. Integers in [-1000, 1000),
+    floating point from a normal distribution. Data every rank shares: pass rank 0."""
+    g = torch.Generator().manual_seed(1000 * seed + rank)
+    dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
+    if dtype.is_floating_point:
+        drawn = torch.float64 if dtype == torch.float64 else torch.float32
+        return torch.randn(shape, generator=g, dtype=drawn).to(dtype)
+    return torch.randint(-1000, 1000, shape, generator=g, dtype=dtype)
+
+
+@dataclass
+class Call:
+    """What one call of an exercise did on one rank: made in the worker by `call`, checked
+    in the test. Tensors in `result` are copies taken when the call returned."""
+
+    result: object                                     # what it returned
+    changed: list[int] = field(default_factory=list)   # tensor arguments it wrote to (positions)
+    names: list[str] = field(default_factory=list)     # the arguments' names, for messages
+    aliased: bool = False          # the result shares memory with a tensor argument
+    returned_first: bool = False   # the result is the first argument itself
+    events: list[Event] = field(default_factory=list)  # its torch.distributed calls
+
+
+@contextlib.contextmanager
+def recording():
+    """`with recording() as events:` -- the torch.distributed calls made in the block."""
+    events: list[Event] = []
+    start = len(tracing.TRACER.events)
+    try:
+        yield events
+    finally:
+        events.extend(tracing.TRACER.events[start:])
+
+
+def call(fn, *args, must_complete=False, **kwargs) -> Call:
+    """Call `fn(*args, **kwargs)` once, as a grader case; return what it did.
+
+    must_complete: the call may not return with a non-blocking op still in flight (one it
+    never waited for); raised here, in the worker, before the next case can trip on it.
+    """
+    kept = [_copy(a) for a in args]
+    with recording() as events:
+        result = fn(*args, **kwargs)
+    in_flight = [e.describe() for e in events if e.t_done is None and not e.blocking]
+    if must_complete and in_flight:
+        raise GradeFailure(f"{fn.__name__} returned with {len(in_flight)} op(s) still in "
+                           f"flight ({'; '.join(in_flight)}): wait() for every Work before "
+                           f"returning")
+    inputs = [t for a in args for t in _tensors(a)]
+    return Call(result=_copy(result),
+                changed=[i for i, (a, k) in enumerate(zip(args, kept))
+                         if _tensors(k) and not _same_values(a, k)],
+                names=_parameter_names(fn, len(args)),
+                aliased=any(_shares_memory(t, a) for t in _tensors(result) for a in inputs),
+                returned_first=bool(args) and result is args[0],
+                events=events)
+
+
+def _tensors(x) -> list[torch.Tensor]:
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for t in x if isinstance(t, torch.Tensor)]
+    return []
+
+
+def _copy(x):
+    """Tensors (alone or in a list or tuple) cloned; anything else as it is."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().clone()
+    if isinstance(x, (list, tuple)) and _tensors(x):
+        return type(x)(_copy(t) for t in x)
+    return x
+
+
+def _same_values(now, before) -> bool:
+    now, before = _tensors(now), _tensors(before)
+    return len(now) == len(before) and all(torch.equal(a, b) for a, b in zip(now, before))
+
+
+def _shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return bool(a.numel() and b.numel()) and \
+        a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+def _parameter_names(fn, n) -> list[str]:
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    return [names[i] if i < len(names) else f"argument {i}" for i in range(n)]

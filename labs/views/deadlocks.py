@@ -1,0 +1,106 @@
+"""Notebook 04's explorer: run any deadlock pattern, tell hang, error and corruption apart."""
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import torch
+
+from labs import HangError, WorkerError, launch
+from labs.deadlocks import PATTERNS, explore_worker
+from labs.harness.gloo_text import gloo_message
+from labs.harness.plots import timeline
+
+
+def abort_reason(exc):
+    """The gloo message a killed worker printed before SIGABRT (from a WorkerError), without
+    its source path, e.g. "op.preamble.length <= op.nbytes. 40 vs 20. Received data ..."."""
+    for line in str(exc).splitlines():
+        if "what():" in line:
+            return gloo_message(line).strip()
+    return "(the worker printed no reason)"
+
+
+def _show(t, n=4):
+    """'10 x float32 [0, 1, 2, 3, ...]': a tensor's size, dtype and first values."""
+    values = t.flatten()[:n].tolist()
+    more = ", ..." if t.numel() > n else ""
+    dtype = str(t.dtype).replace("torch.", "")
+    return f"{t.numel()} x {dtype} [{', '.join(f'{v:g}' for v in values)}{more}]"
+
+
+def _same(got, expected):
+    return (got.shape == expected.shape and got.dtype == expected.dtype
+            and torch.equal(got, expected))
+
+
+def corruption(results):
+    """Lines describing every rank whose received tensor differs from what was sent."""
+    lines = []
+    for rank, r in enumerate(results):
+        if isinstance(r, dict) and not _same(r["got"], r["expected"]):
+            lines.append(f"  rank {rank}: sent {_show(r['expected'])}, "
+                         f"received {_show(r['got'])}")
+    return lines
+
+
+def _report_completed(results):
+    """Print what every rank received, against what it was sent; returns the outcome."""
+    wrong = corruption(results)
+    print("silent corruption detected (no error was raised):" if wrong else
+          "ok: completed, every receiver got exactly what was sent")
+    for rank, r in enumerate(results):
+        if not isinstance(r, dict):
+            print(f"  rank {rank}: no receive to check")
+        elif _same(r["got"], r["expected"]):
+            print(f"  rank {rank}: received {_show(r['got'])}: correct")
+        else:
+            print(f"  rank {rank}: received {_show(r['got'])}, "
+                  f"but was sent {_show(r['expected'])}")
+    return "silent corruption" if wrong else "ok"
+
+
+def explore(pattern, world_size=2, numel=10, pg_timeout=1.5, plot=True):
+    """Run `pattern` (a key of labs.deadlocks.PATTERNS) on fresh workers; print the outcome
+    and draw the per-rank timeline. Returns "ok", "hang", "error" or "silent corruption"."""
+    if pattern not in PATTERNS:
+        raise ValueError(f"unknown pattern {pattern!r}; pick one of {list(PATTERNS)}")
+    print(f"{pattern}: world size {world_size}, numel {numel}")
+    try:
+        results = launch(explore_worker, world_size, args=(pattern, numel),
+                         timeout=pg_timeout + 8, pg_timeout=pg_timeout, quiet=True)
+        outcome, events = _report_completed(results), results.trace
+    except HangError as exc:
+        outcome, events = "hang", exc.trace
+        print("hang: HangError")
+        print(exc.brief())
+    except WorkerError as exc:
+        outcome, events = "error", exc.trace
+        print("error: WorkerError")
+        print(exc.brief())
+    if plot and events:
+        timeline(events, title=f"{pattern} ({outcome})")
+        plt.show()
+    return outcome
+
+
+def explorer():
+    """A widget: pick a pattern, world size and numel, click Run: explore() on real workers."""
+    style = {"description_width": "initial"}
+    pattern = widgets.Dropdown(options=list(PATTERNS), value="head-to-head blocking sends",
+                               description="pattern", style=style,
+                               layout=widgets.Layout(width="420px"))
+    world_size = widgets.IntSlider(value=2, min=2, max=4, description="world size", style=style)
+    numel = widgets.SelectionSlider(options=[2, 10, 1000, 100_000, 1_000_000], value=10,
+                                    description="numel", style=style)
+    run = widgets.Button(description="Run", button_style="primary", icon="play")
+    out = widgets.Output()
+
+    def on_click(_):
+        run.disabled = True
+        out.clear_output(wait=True)
+        try:
+            with out:
+                explore(pattern.value, world_size.value, numel.value)
+        finally:
+            run.disabled = False
+
+    run.on_click(on_click)
+    return widgets.VBox([widgets.HBox([pattern, run]), widgets.HBox([world_size, numel]), out])

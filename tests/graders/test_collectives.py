@@ -1,0 +1,98 @@
+"""Lesson 07 (labs/collectives.py): graders for p2p_broadcast, p2p_gather, p2p_all_gather
+and p2p_all_to_all.
+
+Each grader launches real workers (1-4 ranks); every rank runs the implementation under
+test and the torch.distributed collective of the same name on the same data, for several
+dtypes, shapes and roots; the test compares them rank by rank (bitwise: moving data must
+not change it).
+"""
+import pytest
+import torch
+
+from labs.collectives import run_builtin, split_rows
+from labs.harness.grading import (GradeFailure, call, check_close, check_returned_input,
+                                  check_untouched, grade, implementation, seeded)
+
+DTYPES = ("float32", "bfloat16", "int64")
+SHAPES = ((1,), (5,), (6, 2), (1000,))   # even and uneven splits for W = 1..4
+WORLD_SIZES = [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("world_size", WORLD_SIZES)
+def test_p2p_broadcast(impl, world_size):
+    results = grade(collective_worker, world_size, args=(impl, "p2p_broadcast"),
+                    what="p2p_broadcast")
+    for rank, what, got, expected in every_case(results):
+        check_returned_input(got, rank=rank, what=what, hint="broadcast is in place")
+        check_close(got.result, expected, rank=rank, what=what, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("world_size", WORLD_SIZES)
+def test_p2p_gather(impl, world_size):
+    results = grade(collective_worker, world_size, args=(impl, "p2p_gather"), what="p2p_gather")
+    for rank, what, got, expected in every_case(results):
+        if expected is not None:
+            check_list(got.result, expected, rank=rank, what=what)
+        elif got.result is not None:          # a rank that is not dst
+            raise GradeFailure(f"{what}: rank {rank} returned {type(got.result).__name__} on "
+                               f"a rank that is not dst; expected None")
+        check_untouched(got, rank=rank, what=what)
+
+
+@pytest.mark.parametrize("world_size", WORLD_SIZES)
+def test_p2p_all_gather(impl, world_size):
+    results = grade(collective_worker, world_size, args=(impl, "p2p_all_gather"),
+                    what="p2p_all_gather")
+    for rank, what, got, expected in every_case(results):
+        check_list(got.result, expected, rank=rank, what=what)
+        check_untouched(got, rank=rank, what=what)
+
+
+@pytest.mark.parametrize("world_size", WORLD_SIZES)
+def test_p2p_all_to_all(impl, world_size):
+    results = grade(collective_worker, world_size, args=(impl, "p2p_all_to_all"),
+                    what="p2p_all_to_all")
+    for rank, what, got, expected in every_case(results):
+        check_returned_input(got, rank=rank, what=what, hint="it fills the list in place")
+        check_untouched(got, rank=rank, what=what, writes=(0,))   # it fills outputs
+        check_close(torch.cat(got.result), expected, rank=rank, what=what, atol=0, rtol=0)
+
+
+def every_case(results):
+    """(rank, what, Call, the built-in's result) for every case on every rank."""
+    return [(rank, *record) for rank, records in enumerate(results) for record in records]
+
+
+def check_list(got, expected, *, rank, what):
+    """`got` is a list of world-size tensors, `expected` (stacked) bitwise."""
+    if not isinstance(got, (list, tuple)) or len(got) != len(expected):
+        raise GradeFailure(f"{what}: rank {rank} returned {type(got).__name__}; expected a "
+                           f"list of {len(expected)} tensors")
+    for src, (t, e) in enumerate(zip(got, expected)):
+        check_close(t, e, rank=rank, what=f"{what}, entry {src} (rank {src}'s tensor)",
+                    atol=0, rtol=0)
+
+
+# -- the worker: every case of one exercise, with the built-in's result beside it ----------
+
+ROOT_NAME = {"p2p_broadcast": "src", "p2p_gather": "dst"}
+
+
+def collective_worker(rank, world_size, impl, name):
+    """[(what, Call, the built-in collective's result)] for every case of `name`."""
+    fn = implementation(impl, "collectives", name)
+    roots = sorted({0, world_size - 1}) if name in ROOT_NAME else [None]
+    cases = [(shape, dtype, root) for shape in SHAPES for dtype in DTYPES for root in roots]
+    records = []
+    for salt, (shape, dtype, root) in enumerate(cases, start=1):
+        x = seeded(rank, shape, dtype, salt)
+        where = f", {ROOT_NAME[name]}={root}" if root is not None else ""
+        what = f"{name}(shape {tuple(shape)}, {dtype}{where}) with world_size={world_size}"
+        expected = run_builtin(name.removeprefix("p2p_"), x, 0 if root is None else root)
+        if name == "p2p_all_to_all":
+            inputs = split_rows(x, world_size)
+            outputs = [torch.full_like(inputs[rank], 7) for _ in range(world_size)]
+            records.append((what, call(fn, outputs, inputs), expected))
+        else:
+            records.append((what, call(fn, x) if root is None else call(fn, x, root), expected))
+    return records

@@ -1,0 +1,107 @@
+"""Lesson 04 (labs/deadlocks.py): graders for exchange_batched, exchange_parity_ordered and
+checked_exchange."""
+import pytest
+import torch
+
+from labs.harness.grading import (GradeFailure, call, check_batched, check_close, check_fresh,
+                                  check_untouched, grade, implementation, p2p_ops, seeded)
+
+CASES = [((10,), torch.float32), ((3, 4), torch.int64), ((), torch.float64),
+         ((100_000,), torch.float32)]
+# checked_exchange: what the odd rank of each pair passes, next to the even rank's tensor.
+CHECKED = ["same", "same int64", "one element more", "float64", "transposed shape"]
+
+
+def _pairings(rank, world_size):
+    """Two pairings with different parities: rank ^ 1 (0-1, 2-3) and, with 4 ranks,
+    (1-2, 3-0)."""
+    second = (rank + (1 if rank % 2 else -1)) % world_size
+    return [rank ^ 1, second]
+
+
+def _checked_tensor(rank, case):
+    odd = rank % 2 == 1
+    shape, dtype = {"same": ((5,), torch.float32), "same int64": ((2, 3), torch.int64),
+                    "one element more": ((6,) if odd else (5,), torch.float32),
+                    "float64": ((5,), torch.float64 if odd else torch.float32),
+                    "transposed shape": ((3, 2) if odd else (2, 3), torch.float32)}[case]
+    return seeded(rank, shape, dtype, CHECKED.index(case))
+
+
+def exchange_worker(rank, world_size, impl, name):
+    exchange = implementation(impl, "deadlocks", name)
+    return [(peer, i, call(exchange, seeded(rank, shape, dtype, i), peer, must_complete=True))
+            for peer in _pairings(rank, world_size) for i, (shape, dtype) in enumerate(CASES)]
+
+
+def checked_worker(rank, world_size, impl):
+    checked_exchange = implementation(impl, "deadlocks", "checked_exchange")
+    out = []
+    for case in CHECKED:
+        try:
+            out.append(("returned", checked_exchange(_checked_tensor(rank, case), rank ^ 1)))
+        except ValueError as exc:
+            out.append(("ValueError", str(exc)))
+    return out
+
+
+def _check_exchanges(results, world_size, name):
+    for rank in range(world_size):
+        for peer, i, got in results[rank]:
+            shape, dtype = CASES[i]
+            what = f"{name}(shape {shape}, {dtype}, peer={peer}, world_size={world_size})"
+            check_untouched(got, rank=rank, what=what)
+            check_fresh(got, rank=rank, what=what)
+            check_close(got.result, seeded(peer, shape, dtype, i), rank=rank,
+                        what=f"{what} (expected rank {peer}'s tensor)")
+
+
+@pytest.mark.parametrize("world_size", [4])
+def test_exchange_batched(impl, world_size):
+    results = grade(exchange_worker, world_size, args=(impl, "exchange_batched"),
+                    what="exchange_batched")
+    _check_exchanges(results, world_size, "exchange_batched")
+    check_batched(results.trace, "exchange_batched", hint="post both ops in one batch")
+
+
+@pytest.mark.parametrize("world_size", [4])
+def test_exchange_parity_ordered(impl, world_size):
+    results = grade(exchange_worker, world_size, args=(impl, "exchange_parity_ordered"),
+                    what="exchange_parity_ordered")
+    _check_exchanges(results, world_size, "exchange_parity_ordered")
+    for rank in range(world_size):
+        ops = [e.op for e in sorted(p2p_ops(results.trace, rank), key=lambda e: e.t_post)]
+        expected = (["send", "recv"] if rank % 2 == 0 else ["recv", "send"]) * (len(ops) // 2)
+        if ops != expected or not ops:
+            raise GradeFailure(
+                f"exchange_parity_ordered: rank {rank} ({'even' if rank % 2 == 0 else 'odd'}) "
+                f"called {ops[:4]}{'...' if len(ops) > 4 else ''}; expected blocking "
+                f"dist.send/dist.recv, {'send first' if rank % 2 == 0 else 'recv first'} "
+                f"in every exchange")
+
+
+@pytest.mark.parametrize("world_size", [4])
+def test_checked_exchange(impl, world_size):
+    # A one-sided error makes the other rank wait: keep gloo's timeout short.
+    results = grade(checked_worker, world_size, args=(impl,), timeout=20, pg_timeout=5,
+                    what="checked_exchange")
+    for rank in range(world_size):
+        peer = rank ^ 1
+        for case, (kind, value) in zip(CHECKED, results[rank]):
+            mine, theirs = _checked_tensor(rank, case), _checked_tensor(peer, case)
+            what = (f"checked_exchange: rank {rank} with {tuple(mine.shape)} {mine.dtype}, "
+                    f"peer {peer} with {tuple(theirs.shape)} {theirs.dtype}")
+            if case.startswith("same"):
+                if kind != "returned":
+                    raise GradeFailure(f"{what}: raised ValueError({value!r}) although shapes "
+                                       f"and dtypes match")
+                check_close(value, theirs, rank=rank, what=what)
+                continue
+            if kind != "ValueError":
+                raise GradeFailure(f"{what}: returned instead of raising ValueError")
+            for described in (mine, theirs):
+                named = (str(tuple(described.shape)) in value if mine.dtype == theirs.dtype
+                         else str(described.dtype).replace("torch.", "") in value)
+                if not named:
+                    raise GradeFailure(f"{what}: the ValueError must name both sides' shapes "
+                                       f"and dtypes; got {value!r}")

@@ -1,0 +1,89 @@
+"""Lesson 01 (labs/p2p.py): graders for ping_pong and pass_token."""
+import pytest
+import torch
+
+from labs.harness.grading import (GradeFailure, call, check_close, check_p2p_only,
+                                  check_untouched, grade, implementation, p2p_ops, seeded)
+
+# (shape, dtype) cases every grader launch runs one after the other in the same workers.
+CASES = [((16,), torch.float32), ((2, 3), torch.int64), ((5,), torch.float64), ((), torch.float32)]
+
+
+def ping_pong_worker(rank, world_size, impl, rounds):
+    ping_pong = implementation(impl, "p2p", "ping_pong")
+    # Only rank 0's values matter; the others pass a tensor of the same shape and dtype.
+    return [call(ping_pong, seeded(0, shape, dtype, i) if rank == 0
+                 else torch.zeros(shape, dtype=dtype), rounds)
+            for i, (shape, dtype) in enumerate(CASES)]
+
+
+def pass_token_worker(rank, world_size, impl):
+    pass_token = implementation(impl, "p2p", "pass_token")
+    return [call(pass_token, seeded(0, shape, dtype, i) if rank == 0
+                 else torch.zeros(shape, dtype=dtype))
+            for i, (shape, dtype) in enumerate(CASES)]
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_ping_pong(impl, world_size):
+    rounds = 3
+    results = grade(ping_pong_worker, world_size, args=(impl, rounds), what="ping_pong")
+    for i, (shape, dtype) in enumerate(CASES):
+        what = f"ping_pong(shape {shape}, {dtype}, rounds={rounds})"
+        start = seeded(0, shape, dtype, i)
+        check_untouched(results[0][i], rank=0, what=what, hint="send copies or new tensors instead")
+        _check_rank_0(results[0][i].result, start, rounds, what)
+        got1 = results[1][i].result
+        if not isinstance(got1, list) or len(got1) != rounds:
+            raise GradeFailure(f"{what}: rank 1 must return the list of the {rounds} tensors "
+                               f"it received, got {got1!r:.80}")
+        for r, t in enumerate(got1):
+            check_close(t, start + r, rank=1, what=f"{what}, tensor received in round {r}")
+        for other in range(2, world_size):
+            if results[other][i].result is not None:
+                raise GradeFailure(f"{what}: rank {other} takes no part and must return None")
+    # Really point to point: each round is one send from 0 to 1 and one from 1 to 0.
+    for src, dst in ((0, 1), (1, 0)):
+        sends = [e for e in p2p_ops(results.trace, src, ("send", "isend")) if e.peer == dst]
+        recvs = [e for e in p2p_ops(results.trace, dst, ("recv", "irecv")) if e.peer in (src, None)]
+        expected = rounds * len(CASES)
+        if len(sends) < expected or len(recvs) < expected:
+            raise GradeFailure(f"ping_pong: expected {expected} messages from rank {src} to "
+                               f"rank {dst} over all cases; the trace shows {len(sends)} sends "
+                               f"and {len(recvs)} receives. Each reply must travel over the "
+                               f"network, not be computed locally.")
+
+
+def _check_rank_0(got, start, rounds, what):
+    """Rank 0 returns (replies, seconds): reply r is start + r + 1, times are positive."""
+    if not (isinstance(got, tuple) and len(got) == 2):
+        raise GradeFailure(f"{what}: rank 0 must return (replies, seconds), "
+                           f"got {type(got).__name__}")
+    replies, seconds = got
+    if len(replies) != rounds or len(seconds) != rounds:
+        raise GradeFailure(f"{what}: rank 0 returned {len(replies)} replies and "
+                           f"{len(seconds)} times, expected {rounds} of each")
+    for r, reply in enumerate(replies):
+        check_close(reply, start + r + 1, rank=0, what=f"{what}, reply of round {r}")
+    if not all(isinstance(s, float) and s > 0 for s in seconds):
+        raise GradeFailure(f"{what}: round-trip times must be positive floats (seconds), "
+                           f"got {seconds!r}")
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 3, 4])
+def test_pass_token(impl, world_size):
+    results = grade(pass_token_worker, world_size, args=(impl,), what="pass_token")
+    check_p2p_only(results.trace, "pass_token")
+    for i, (shape, dtype) in enumerate(CASES):
+        what = f"pass_token(shape {shape}, {dtype}, world_size={world_size})"
+        for rank in range(world_size):
+            check_untouched(results[rank][i], rank=rank, what=what, hint="return a new tensor")
+            added = sum(range(world_size)) if rank == 0 else sum(range(rank + 1))
+            check_close(results[rank][i].result, seeded(0, shape, dtype, i) + added,
+                        rank=rank, what=what)
+    for rank in range(world_size if world_size > 1 else 0):
+        prev = (rank - 1) % world_size
+        recvs = p2p_ops(results.trace, rank, ("recv", "irecv"))
+        if not [e for e in recvs if e.peer in (prev, None)]:
+            raise GradeFailure(f"pass_token: rank {rank} never received from rank {prev}; "
+                               f"the token must travel 0 -> 1 -> ... -> {world_size - 1} -> 0")

@@ -1,0 +1,100 @@
+"""Lesson 09 (labs/patterns.py): graders for the 1F1B neighbour exchange
+(send_forward_recv_backward, send_backward_recv_forward) and the K/V rotation (rotate_kv)."""
+import pytest
+import torch
+
+from labs.harness.grading import (GradeFailure, call, check_close, check_fresh, check_one_batch,
+                                  check_untouched, grade, implementation, recording, seeded)
+from labs.patterns import full_attention, make_qkv, reference_step, ring_attention, run_1f1b
+
+# -- Exercise 1: the neighbour exchange ---------------------------------------------------
+
+
+def exchange_grader_worker(rank, world_size, impl, dtype_name):
+    """Rank 0 is stage s, rank 1 is stage s + 1: both send at the same moment."""
+    name = "send_forward_recv_backward" if rank == 0 else "send_backward_recv_forward"
+    return call(implementation(impl, "patterns", name), seeded(rank, (2, 3), dtype_name), 1 - rank)
+
+
+@pytest.mark.parametrize("dtype_name", ["float32", "int64"])
+def test_neighbour_exchange_head_to_head(impl, dtype_name):
+    what = "send_forward_recv_backward / send_backward_recv_forward"
+    results = grade(exchange_grader_worker, 2, args=(impl, dtype_name), timeout=20, what=what)
+    for rank, got in enumerate(results):
+        check_close(got.result, seeded(1 - rank, (2, 3), dtype_name), rank=rank,
+                    what=f"{what} ({dtype_name})")
+        check_fresh(got, rank=rank, what=what,
+                    hint="receive into a new tensor (torch.empty_like)")
+        check_untouched(got, rank=rank, what=what)
+
+
+def pipeline_grader_worker(rank, world_size, impl):
+    fwd = implementation(impl, "patterns", "send_forward_recv_backward")
+    bwd = implementation(impl, "patterns", "send_backward_recv_forward")
+    return run_1f1b(rank, world_size, fwd, bwd, n_micro=4)
+
+
+@pytest.mark.parametrize("world_size", [2, 4])
+def test_pipeline_1f1b_matches_unsplit_model(impl, world_size):
+    what = f"1F1B pipeline step with your neighbour exchange ({world_size} stages)"
+    results = grade(pipeline_grader_worker, world_size, args=(impl,), timeout=30, what=what)
+    ref_loss, ref_grads = reference_step(world_size)
+    loss = results[-1][1]
+    if abs(loss - ref_loss) > 1e-5:
+        raise GradeFailure(f"{what}: loss {loss!r}, expected {ref_loss!r} (unsplit model)")
+    for rank, (_, _, grads) in enumerate(results):
+        for i, (got, expected) in enumerate(zip(grads, ref_grads[rank])):
+            check_close(got, expected, rank=rank, atol=1e-6,
+                        what=f"{what}: gradient of stage {rank}'s parameter {i}")
+
+
+# -- Exercise 2: rotate_kv -------------------------------------------------------------------
+
+
+def rotate_grader_worker(rank, world_size, impl):
+    """rotate_kv returns its works unwaited, so the worker checks what `call` would."""
+    rotate_kv = implementation(impl, "patterns", "rotate_kv")
+    k, v = seeded(rank, (2, 3), "float32", 0), seeded(rank, (2, 3), "float32", 1)
+    k0, v0 = k.clone(), v.clone()
+    with recording() as events:
+        out = rotate_kv(k, v)
+    if not (isinstance(out, tuple) and len(out) == 3):
+        return {"error": f"returned {type(out).__name__}, expected (k_next, v_next, works)"}
+    k_next, v_next, works = out
+    for w in works:
+        w.wait()
+    # Then the whole of ring attention with it.
+    q_all, k_all, v_all = make_qkv(16 * world_size, 8)
+    q, kb, vb = (t.chunk(world_size)[rank].contiguous() for t in (q_all, k_all, v_all))
+    return {"k_next": k_next, "v_next": v_next, "events": events,
+            "fresh": {k_next.data_ptr(), v_next.data_ptr()}.isdisjoint(
+                {k.data_ptr(), v.data_ptr()}),
+            "unchanged": torch.equal(k, k0) and torch.equal(v, v0),
+            "attention": ring_attention(q, kb, vb, rotate=rotate_kv)}
+
+
+@pytest.mark.parametrize("world_size", [2, 3, 4])
+def test_rotate_kv(impl, world_size):
+    what = f"rotate_kv on {world_size} ranks"
+    results = grade(rotate_grader_worker, world_size, args=(impl,), timeout=30, what=what)
+    full = full_attention(*make_qkv(16 * world_size, 8)).chunk(world_size)
+    for rank, r in enumerate(results):
+        if "error" in r:
+            raise GradeFailure(f"{what}: rank {rank} {r['error']}")
+        if any(e.op == "wait" for e in r["events"]):
+            raise GradeFailure(f"{what}: rank {rank} waited inside rotate_kv; return the works "
+                               f"unwaited so that the caller can compute meanwhile")
+        check_one_batch(r["events"], what, rank=rank, n_ops=4,
+                        expected="the 4 ops (2 sends, 2 receives)")
+        prev = (rank - 1) % world_size
+        check_close(r["k_next"], seeded(prev, (2, 3), "float32", 0), rank=rank,
+                    what=f"{what}: k_next (should be rank {prev}'s k)")
+        check_close(r["v_next"], seeded(prev, (2, 3), "float32", 1), rank=rank,
+                    what=f"{what}: v_next (should be rank {prev}'s v)")
+        if not r["fresh"]:
+            raise GradeFailure(f"{what}: rank {rank} received into k or v; receive into new "
+                               f"tensors (they are being sent and used for compute)")
+        if not r["unchanged"]:
+            raise GradeFailure(f"{what}: rank {rank}'s k or v was modified")
+        check_close(r["attention"], full[rank], rank=rank, atol=1e-5,
+                    what=f"{what}: ring attention with your rotate_kv vs full attention")

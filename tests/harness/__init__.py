@@ -1,0 +1,1 @@
+"""The harness (CI only): launch, torchrun, the exercise contract, the templates."""

@@ -1,0 +1,191 @@
+"""README, Makefile, requirements.txt, requirements.lock, environment.yml, .ci/run and the
+notebooks agree."""
+import importlib.metadata
+import json
+import pathlib
+import re
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from tests import course
+
+try:
+    import tomllib
+except ImportError:        # Python 3.10: the lock brings tomli there
+    import tomli as tomllib
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+LOCK = ROOT / "requirements.lock"
+CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def requirement_names(text):
+    names = {}
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line and not line.startswith("-"):
+            name = re.split(r"[<>=!~\[; ]", line, maxsplit=1)[0].lower()
+            names[name] = line
+    return names
+
+
+def locked():
+    """requirements.lock as {name: [Requirement, ...]}: one line per marker fork."""
+    lines = {}
+    for line in LOCK.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            req = Requirement(line)
+            lines.setdefault(canonicalize_name(req.name), []).append(req)
+    return lines
+
+
+def pinned_version(req):
+    (spec,) = req.specifier
+    assert spec.operator == "==", f"{req} is not an exact pin"
+    return Version(spec.version)
+
+
+def test_requirements_pin_torch_and_list_the_stack():
+    reqs = requirement_names((ROOT / "requirements.txt").read_text())
+    assert reqs["torch"] == "torch==2.13.0", "torch must stay pinned (a newer one is a CUDA download)"
+    for name in ("jupyterlab", "nbval", "ipywidgets", "matplotlib", "pytest", "pytest-timeout",
+                 "tqdm", "ipykernel", "playwright"):
+        assert name in reqs, f"{name} missing from requirements.txt"
+
+
+def test_lock_pins_every_requirement_at_a_version_that_satisfies_it():
+    lock = locked()
+    for line in requirement_names((ROOT / "requirements.txt").read_text()).values():
+        req = Requirement(line)
+        forks = lock.get(canonicalize_name(req.name))
+        assert forks, f"{req.name} is in requirements.txt but not in the lock: run `make lock`"
+        for pin in forks:
+            assert req.specifier.contains(pinned_version(pin), prereleases=True), \
+                f"lock has {pin}, requirements.txt asks {req}: run `make lock`"
+    assert all(pinned_version(r) for forks in lock.values() for r in forks)
+
+
+def test_lock_has_the_cpu_torch_and_nothing_cuda():
+    lock = locked()
+    assert [str(r) for r in lock["torch"]] == ["torch==2.13.0"]
+    cuda = [n for n in lock if n.startswith(("nvidia-", "cuda-")) or n == "triton"]
+    assert not cuda, f"CUDA packages in the lock: {cuda} (torch's CPU build needs none)"
+    # The header names the command that made it, the Makefile's own.
+    command = re.search(r"^LOCK_CMD\s*:=\s*(.+)$", (ROOT / "Makefile").read_text(), re.M)[1]
+    header = LOCK.read_text().split("\n\n", 1)[0]
+    assert "make lock" in header and f"#   {command}\n" in header
+
+
+def test_lock_resolves_torch_with_the_installed_cpu_wheels_metadata():
+    """uv takes torch's dependencies from pyproject.toml; they must be the CPU wheel's own."""
+    (meta,) = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["uv"]["dependency-metadata"]
+    assert (meta["name"], meta["version"]) == ("torch", "2.13.0")
+    installed = importlib.metadata.version("torch")
+    if not installed.endswith("+cpu"):
+        pytest.skip(f"torch {installed} is not the CPU build whose metadata the lock used")
+    assert meta["requires-dist"] == importlib.metadata.requires("torch")
+
+
+def test_this_environment_has_the_locked_versions():
+    """`make` installed the lock into the running environment, so every pin that applies here holds."""
+    wrong = []
+    for name, forks in locked().items():
+        for pin in forks:
+            if pin.marker is None or pin.marker.evaluate():
+                have = Version(importlib.metadata.version(name))
+                if Version(have.public) != pinned_version(pin):
+                    wrong.append(f"{name} {have} (lock: {pin.specifier})")
+    assert not wrong, f"not the lock's versions (re-run make): {wrong}"
+
+
+def test_environment_yml_installs_the_lock():
+    env = (ROOT / "environment.yml").read_text()
+    pip_part = env.split("- pip:", 1)[1]
+    entries = [l.strip()[2:].strip() for l in pip_part.splitlines() if l.strip().startswith("- ")]
+    assert entries == [f"--extra-index-url {CPU_TORCH_INDEX}", "-r requirements.lock", "-e ."], \
+        entries
+    conda_deps = env.split("dependencies:", 1)[1].split("- pip:", 1)[0]
+    assert "torch" not in conda_deps and "pytorch" not in conda_deps, \
+        "torch comes from the lock only (one pinned list)"
+    py = re.search(r"python=(\d+)\.(\d+)", env)
+    assert py and (int(py[1]), int(py[2])) >= (3, 10)
+    assert "conda-forge" in env
+
+
+def test_makefile_installs_the_lock_and_has_the_commands():
+    mk = (ROOT / "Makefile").read_text()
+    assert "LOCK   := requirements.lock" in mk
+    assert "$(STAMP): $(LOCK) pyproject.toml" in mk, "re-install when the lock changes"
+    setup = mk.split("\n$(STAMP):", 1)[1].split("\n\n")[0]
+    assert "pip install --quiet --no-deps -r $(LOCK)" in setup
+    assert "requirements.txt" not in setup, "make installs the lock, never requirements.txt"
+    assert "uv pip compile requirements.txt --universal" in mk
+    for target in ("lab:", "test:", "check:", "lock:"):
+        assert re.search(rf"^{target}", mk, re.M), f"Makefile lacks {target}"
+    assert "--impl=labs" in mk.split("\ncheck:", 1)[1].split("\n\n")[0]
+    assert "00_welcome.ipynb" in mk.split("\nlab:", 1)[1].split("\n\n")[0]
+
+
+def test_ci_runs_the_readme_test_command_and_nothing_else():
+    readme = (ROOT / "README.md").read_text()
+    assert "make test" in readme and "make lab" in readme and "make check" in readme
+    ci = [l for l in (ROOT / ".ci/run").read_text().splitlines()
+          if l.strip() and not l.startswith("#") and l.strip() not in ("set -e",)
+          and not l.startswith("cd ")]
+    assert ci == ["exec make test"], ci
+
+
+def test_nbval_is_strict_everywhere():
+    lax = "--nbval" + "-lax"   # spelled in two parts so this file does not contain it
+    files = [p for p in ROOT.rglob("*") if p.is_file() and ".venv" not in p.parts
+             and ".git" not in p.parts and p.suffix in ("", ".py", ".ini", ".md", ".ipynb",
+                                                          ".cfg", ".toml", ".yml", ".sh")]
+    offenders = [str(p.relative_to(ROOT)) for p in files
+                 if lax in p.read_text(errors="ignore")]
+    assert not offenders, f"{lax} appears in {offenders}"
+    ini = (ROOT / "pytest.ini").read_text()
+    assert "testpaths = tests notebooks" in ini
+    assert re.search(r"addopts = .*--nbval\b", ini), "plain `pytest` must run the notebooks"
+
+
+def lesson_rows():
+    readme = (ROOT / "README.md").read_text()
+    return re.findall(r"^\| (\d\d) \| `(\w+)` \| `(\w+)` \|", readme, re.M)
+
+
+def test_readme_lesson_map_matches_the_files():
+    present = [(l.number, l.notebook.stem, l.module) for l in course.lessons()]
+    assert lesson_rows() == present, f"README table {lesson_rows()} vs notebooks present {present}"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
+def test_notebooks_are_committed_with_outputs_and_no_errors(path):
+    nb = json.loads(path.read_text())
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert code, "a notebook without code cells"
+    for cell in code:
+        source = "".join(cell["source"])
+        assert cell["execution_count"] is not None, f"cell not executed: {source[:60]!r}"
+        if "NBVAL_RAISES_EXCEPTION" not in source:
+            errors = [o for o in cell["outputs"] if o["output_type"] == "error"]
+            assert not errors, f"error output in {source[:60]!r}"
+    counts = [c["execution_count"] for c in code]
+    assert counts == list(range(1, len(code) + 1)), "not run top to bottom in one go"
+
+
+def test_readme_tells_how_to_change_a_dependency_and_get_cpu_torch():
+    readme = (ROOT / "README.md").read_text()
+    assert "requirements.lock" in readme and "make lock" in readme
+    assert CPU_TORCH_INDEX in readme
+
+
+def test_readme_lists_every_exercise():
+    from tests.course import exercises
+    readme = (ROOT / "README.md").read_text()
+    missing = [f"{m}.{n}" for m, n in exercises() if f"`{n}`" not in readme]
+    assert not missing, f"exercises missing from the README table: {missing}"

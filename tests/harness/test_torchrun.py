@@ -1,0 +1,239 @@
+"""The same lesson code runs unchanged under torchrun, on one "node" or on two.
+
+Every lab module with a demo ends with `cli.main(demo)`, so it runs three ways:
+
+    python -m labs.<module> --world-size N              # the notebook launcher (launch)
+    torchrun --standalone --nproc-per-node=N -m labs.<module>
+    torchrun --nnodes=2 --nproc-per-node=N/2 --rdzv-backend=c10d \\
+             --rdzv-endpoint=127.0.0.1:PORT -m labs.<module>      # twice: two "nodes"
+
+and every rank prints `rank R result: <value>`. These tests check that the three ways
+print the same results. Each subprocess runs in its own process group with a timeout;
+on any failure the whole group is killed, and each test proves nothing is left running.
+
+Which modules: the lessons a reader takes to a cluster, ring and gradients (each run costs
+a torch import per process, so not every lesson runs in `make test`). To check others:
+P2P_COURSE_TORCHRUN_MODULES=all (every lesson's lab module with a demo, found from the
+files) or a list, "p2p,batching". Every one of them ends with `cli.main(demo)` (checked
+for all, without running them).
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests import course
+from tests.procs import die_with as _die_with
+from tests.procs import group_members
+
+ROOT = Path(__file__).resolve().parents[2]
+WORLD_SIZE = 4          # two-node runs: 2 nodes x 2 processes
+# Generous: each torchrun agent and each worker imports torch (~1.5 s of CPU each) on a
+# loaded 2-core machine. A run that should succeed gets this long before it is killed.
+TIMEOUT = 150.0
+RESULT = re.compile(r"^rank (\d+) result: (.*)$")
+
+pytestmark = pytest.mark.slow
+
+
+def _runs_its_demo(module: str) -> bool:
+    """`python -m labs.<module>` runs its demo: the module ends with `cli.main(demo)`."""
+    return module in course.modules_with_demo() and \
+        "cli.main(demo)" in (ROOT / "labs" / f"{module}.py").read_text()
+
+
+def _modules() -> list[str]:
+    chosen = os.environ.get("P2P_COURSE_TORCHRUN_MODULES", "").strip()
+    if chosen == "all":
+        return course.modules_with_demo()
+    if chosen:
+        return [m.strip() for m in chosen.split(",") if m.strip()]
+    return ["ring", "gradients"]
+
+
+MODULES = _modules()
+
+
+def _torchrun() -> list[str]:
+    exe = Path(sys.executable).with_name("torchrun")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "torch.distributed.run"]
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env.update(OMP_NUM_THREADS="1", P2P_COURSE_SOLUTIONS="1")
+    # What a reader's shell would have: no pytest/xdist variables. And buffered stdout:
+    # with PYTHONUNBUFFERED, print() writes the text and its newline separately, and the
+    # lines of processes sharing torchrun's stdout can interleave mid-line.
+    for key in [k for k in env if k.startswith("PYTEST_") or k == "PYTHONUNBUFFERED"]:
+        env.pop(key)
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _assert_group_gone(pgid: int, what: str) -> None:
+    deadline = time.monotonic() + 10
+    while group_members(pgid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = group_members(pgid)
+    if left:
+        _kill_group(pgid)
+        pytest.fail(f"{what} left processes behind: {left}")
+
+
+def run_all(commands: dict[str, list[str]], timeout: float = TIMEOUT) -> dict[str, str]:
+    """Run commands concurrently, each in its own process group; return their stdout.
+
+    Any failure (non-zero exit, timeout) kills every group and fails the test with the
+    output of each command. All groups are verified gone before returning.
+    """
+    procs = {}
+    try:
+        for name, cmd in commands.items():
+            procs[name] = subprocess.Popen(
+                cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL, text=True, start_new_session=True,
+                preexec_fn=_die_with(os.getpid()))
+        outputs, failures = {}, []
+        deadline = time.monotonic() + timeout
+        for name, proc in procs.items():
+            try:
+                out, err = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                for p in procs.values():
+                    _kill_group(p.pid)
+                out, err = proc.communicate()
+                failures.append(f"{name}: no exit after {timeout:g} s (killed)")
+            else:
+                if proc.returncode != 0:
+                    failures.append(f"{name}: exit code {proc.returncode}")
+            outputs[name] = out
+            if failures:
+                failures[-1] += f"\n--- stdout ---\n{out}\n--- stderr (tail) ---\n{err[-3000:]}"
+                break
+        if failures:
+            pytest.fail("\n".join(failures))
+        return outputs
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                _kill_group(proc.pid)
+            try:
+                proc.communicate(timeout=10)
+            except (subprocess.TimeoutExpired, ValueError):
+                pass
+        for name, proc in procs.items():
+            _assert_group_gone(proc.pid, f"`{' '.join(commands[name])}`")
+
+
+def parse(text: str, what: str) -> dict[int, str]:
+    """'rank R result: V' lines -> {R: V}; any rank printed twice is an error."""
+    results = {}
+    for line in text.splitlines():
+        m = RESULT.match(line.strip())
+        if m:
+            rank = int(m.group(1))
+            assert rank not in results, f"{what}: rank {rank} printed twice:\n{text}"
+            results[rank] = m.group(2)
+    return results
+
+
+_reference: dict = {}
+
+
+def run_beside_reference(module: str, commands: dict[str, list[str]]):
+    """Run `commands`; the first time for `module`, run the reference alongside them:
+    `python -m labs.<module> --world-size N` (the notebook launcher, labs.launch).
+    Returns (outputs of `commands`, the reference's {rank: value})."""
+    local = [sys.executable, "-m", f"labs.{module}", "--world-size", str(WORLD_SIZE)]
+    first = module not in _reference
+    outs = run_all({**commands, "local": local} if first else commands)
+    if first:
+        text = outs.pop("local")
+        results = parse(text, " ".join(local))
+        assert sorted(results) == list(range(WORLD_SIZE)), \
+            f"`{' '.join(local)}` should print one line per rank:\n{text}"
+        _reference[module] = results
+    return outs, _reference[module]
+
+
+def assert_same(got: dict[int, str], expected: dict[int, str], what: str, text: str):
+    assert sorted(got) == sorted(expected), (
+        f"{what}: ranks {sorted(got)} printed a result, expected {sorted(expected)}:\n{text}")
+    wrong = [f"  rank {r}: torchrun printed {got[r]!r}, launch printed {expected[r]!r}"
+             for r in sorted(expected) if got[r] != expected[r]]
+    assert not wrong, f"{what}: results differ from the notebook launcher's:\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize("module", course.modules_with_demo())
+def test_every_demo_runs_from_the_command_line(module):
+    assert _runs_its_demo(module), \
+        f"labs/{module}.py has a demo: end it with `if __name__ == \"__main__\": cli.main(demo)`"
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_standalone_matches_launch(module):
+    assert _runs_its_demo(module), f"labs/{module}.py should end with `cli.main(demo)`"
+    cmd = _torchrun() + ["--standalone", f"--nproc-per-node={WORLD_SIZE}", "-m", f"labs.{module}"]
+    outs, expected = run_beside_reference(module, {"torchrun": cmd})
+    out = outs["torchrun"]
+    assert_same(parse(out, "torchrun"), expected,
+                f"torchrun --standalone --nproc-per-node={WORLD_SIZE} -m labs.{module}", out)
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_two_nodes_match_launch(module):
+    """Two torchrun agents on one machine, meeting through a c10d rendezvous."""
+    port = _free_port()
+    per_node = WORLD_SIZE // 2
+
+    def node(node_rank):
+        # With c10d, torchrun assigns global ranks at the rendezvous (--node-rank is only
+        # used by the static backend). is_host says which agent hosts the rendezvous store:
+        # both would otherwise match 127.0.0.1 as "this machine".
+        return _torchrun() + [
+            "--nnodes=2", f"--nproc-per-node={per_node}", f"--node-rank={node_rank}",
+            "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}",
+            f"--rdzv-id=p2p-{module}-{port}", f"--rdzv-conf=is_host={int(node_rank == 0)}",
+            "--local-addr=127.0.0.1", "-m", f"labs.{module}"]
+
+    outs, expected = run_beside_reference(module, {"node 0": node(0), "node 1": node(1)})
+    per = {name: parse(text, name) for name, text in outs.items()}
+    text = "\n".join(f"--- {name} ---\n{t}" for name, t in outs.items())
+    for name, results in per.items():
+        assert len(results) == per_node, f"{name} should run {per_node} ranks:\n{text}"
+    merged = {**per["node 0"], **per["node 1"]}
+    assert_same(merged, expected,
+                f"two torchrun nodes x {per_node} processes, labs.{module}", text)
+
+
+def test_parse_and_compare_catch_differences():
+    """The comparison itself can fail: a different value or a missing rank is caught."""
+    a = parse("rank 0 result: 1.0\nnoise\nrank 1 result: [1, 2]\n", "a")
+    assert a == {0: "1.0", 1: "[1, 2]"}
+    with pytest.raises(AssertionError, match="rank 1: torchrun printed"):
+        assert_same({0: "1.0", 1: "[1, 3]"}, a, "x", "")
+    with pytest.raises(AssertionError, match="printed a result"):
+        assert_same({0: "1.0"}, a, "x", "")
+    with pytest.raises(AssertionError, match="printed twice"):
+        parse("rank 0 result: 1\nrank 0 result: 1\n", "b")
