@@ -2,6 +2,7 @@
 #   make lab    set up .venv (first time only) and open the course in JupyterLab
 #   make test   set up .venv and run every test: harness, graders (vs solutions/), notebooks
 #   make check  grade YOUR exercises in labs/ against real workers
+#   make reset LESSON=05   a fresh copy of lesson 05 in notebooks/yours/ (yours is backed up)
 #   make lock   (maintainers) recompile requirements.lock after editing requirements.txt
 # Everything installs from requirements.lock (exact versions) into .venv; nothing is installed
 # system-wide except Debian's chromium for the browser test (see tests/browser), when apt-get can.
@@ -13,7 +14,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 LOCK   := requirements.lock
 
-.PHONY: lab test check notebooks bench clean setup browser-deps lock
+.PHONY: lab reset test check notebooks bench clean setup browser-deps lock
 
 setup: $(STAMP)
 
@@ -31,8 +32,19 @@ $(STAMP): $(LOCK) pyproject.toml
 	$(BIN)/python -c "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot"
 	@touch $(STAMP)
 
+# You work in your own copies (notebooks/yours/, ignored by git): the committed notebooks keep
+# showing the reference results. No news or update toasts (JupyterLab settings override).
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --notebook-dir=. notebooks/00_welcome.ipynb
+	@$(BIN)/python -m labs.harness.copies
+	@mkdir -p $(LAB_SETTINGS) && printf '%s\n' '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' > $(LAB_SETTINGS)/overrides.json
+	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --notebook-dir=. notebooks/yours/00_welcome.ipynb
+
+# A fresh copy of one lesson, e.g. `make reset LESSON=05` (your old copy is backed up).
+reset: $(STAMP)
+	@test -n "$(LESSON)" || { echo "usage: make reset LESSON=05"; exit 2; }
+	$(BIN)/python -m labs.harness.copies --reset $(LESSON)
 
 test: $(STAMP) browser-deps
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile

@@ -7,6 +7,9 @@
 """
 import os
 
+# Your own copies of the lessons (make lab) are yours, not the course's tests.
+collect_ignore = ["notebooks/yours"]
+
 os.environ.setdefault("P2P_COURSE_SOLUTIONS", "1")
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")   # quiet ipykernel debugger
 os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")

@@ -1,13 +1,20 @@
-"""The two exceptions a launch raises, and the diagnosis that picks one.
+"""The exceptions a launch raises, and the diagnosis that picks one.
 
     WorkerError   a rank raised, or died (signal, os._exit, gloo abort)
     HangError     the ranks stopped making progress: the launch deadline passed, or
                   gloo's own timeout fired inside the workers (a TimeoutError)
+    Interrupted   you interrupted the kernel during a launch (a KeyboardInterrupt)
+
+Each reads like a compiler error: every distinct cause once, with the ranks that share
+it, your own code's frames first, the harness's frames left out. Everything else is one
+attribute away (`.tracebacks`, `.outputs`, `.statuses`, `.trace`). In IPython the
+exception shows only its message (`_render_traceback_`), not the launcher's frames.
 """
 from __future__ import annotations
 
 import re
 import signal
+import sys
 
 from labs.harness.messages import describe_statuses
 from labs.harness.worker import JOIN_TIMEOUT
@@ -16,7 +23,15 @@ _GLOO_TIMEOUT = re.compile(r"[Tt]imed out|timeout caused pair closure|Timeout")
 _COLLATERAL = re.compile(r"Connection closed by peer|Connection reset by peer|Broken pipe")
 
 
-class WorkerError(RuntimeError):
+class _Readable:
+    """What IPython shows for the exception: its name and message, no launcher frames."""
+
+    def _render_traceback_(self):
+        name = f"\x1b[0;31m{type(self).__name__}\x1b[0m"
+        return f"{name}: {self}".splitlines()
+
+
+class WorkerError(_Readable, RuntimeError):
     """One or more workers raised or died.
 
     `.ranks` (the ranks that failed first), `.causes` (rank -> "ValueError: ..." or
@@ -36,7 +51,7 @@ class WorkerError(RuntimeError):
         return "\n".join(f"rank {r}: {strip_paths(self.causes.get(r, ''))}" for r in self.ranks)
 
 
-class HangError(TimeoutError):
+class HangError(_Readable, TimeoutError):
     """The workers stopped making progress. `.statuses`: rank -> RankStatus (what it was
     blocked in); `.outputs` and `.trace` as for WorkerError (the calls that never ended)."""
 
@@ -47,6 +62,16 @@ class HangError(TimeoutError):
     def brief(self) -> str:
         """Per rank, the call it was blocked in, without timings: stable, for notebooks."""
         return "\n".join("  " + line for line in describe_statuses(self.statuses, timings=False))
+
+
+class Interrupted(_Readable, KeyboardInterrupt):
+    """You interrupted a launch. `.statuses`: what each rank was doing when stopped."""
+
+    def __init__(self, statuses):
+        lines = [f"interrupted: stopped {len(statuses)} worker(s). They were:",
+                 *("  " + line for line in describe_statuses(statuses))]
+        super().__init__("\n".join(lines))
+        self.statuses = statuses
 
 
 def strip_paths(text: str) -> str:
@@ -99,26 +124,69 @@ def _worker_error(outcome, collateral) -> WorkerError:
         collateral = set()
     ranks = sorted((set(failures) | set(deaths)) - collateral)
     causes = {r: failures[r].summary if r in failures else signal_name(deaths[r]) for r in ranks}
-    parts = []
-    for r in ranks:
-        parts.append(f"rank {r} {'raised ' if r in failures else ''}{causes[r]}")
-        if r in deaths and r not in outputs:
-            parts[-1] += (" before it could run your function (a script that calls "
-                          "launch() must do so under `if __name__ == \"__main__\":`)")
-    lines = ["; ".join(parts) + "."]
-    for r in ranks:
-        if r in failures:
-            lines.append(f"--- rank {r} traceback ---\n{failures[r].traceback.rstrip()}")
-        elif outputs.get(r, "").strip():
-            tail = "\n".join(outputs[r].rstrip().splitlines()[-5:])
-            lines.append(f"--- rank {r} last output ---\n{tail}")
+    lines = []
+    for group in _same_cause(ranks, failures, causes):
+        lines += _describe_cause(group, failures, deaths, causes, outputs)
     if collateral:
-        lines.append(f"Then rank(s) {', '.join(map(str, sorted(collateral)))} failed "
-                     f"because a peer's connection closed: "
-                     f"{failures[min(collateral)].summary[:160]}")
+        lines.append(f"Then {_ranks(sorted(collateral))} failed because a peer's connection "
+                     f"closed: {failures[min(collateral)].summary[:160]}")
     others = {r: s for r, s in outcome.statuses.items() if r not in ranks and r not in collateral}
     if others:
         lines.append("The other ranks were stopped while:")
         lines.extend("  " + line for line in describe_statuses(others))
+    lines.append("Details: err.tracebacks[rank] (full tracebacks), err.outputs[rank] (what "
+                 "each rank printed), err.trace (its torch.distributed calls).")
     return WorkerError("\n".join(lines), ranks,
                        {r: f.traceback for r, f in failures.items()}, outcome.statuses, causes)
+
+
+def _ranks(ranks) -> str:
+    return f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ", ".join(map(str, ranks))
+
+
+def _same_cause(ranks, failures, causes) -> list:
+    """Ranks grouped by cause (same message, same place), in order of their first rank."""
+    groups = {}
+    for r in ranks:
+        where = tuple((f.file, f.line) for f in failures[r].frames) if r in failures else ()
+        groups.setdefault((causes[r], where), []).append(r)
+    return list(groups.values())
+
+
+def _describe_cause(group, failures, deaths, causes, outputs) -> list:
+    r = group[0]
+    if r in deaths:
+        line = f"{_ranks(group)} {causes[r]}"
+        if r not in outputs:
+            line += (" before it could run your function (a script that calls launch() must "
+                     "do so under `if __name__ == \"__main__\":`)")
+        lines = [line]
+        if outputs.get(r, "").strip():
+            lines.append("  its last output:")
+            lines += ["    " + l for l in outputs[r].rstrip().splitlines()[-5:]]
+        return lines
+    return [f"{_ranks(group)} raised {causes[r]}", *_where(failures[r].frames)]
+
+
+def _is_library(file: str) -> bool:
+    return file.startswith(("labs/harness/", "<")) or "site-packages" in file or \
+        file.startswith((sys.prefix, sys.base_prefix))
+
+
+def _where(frames, shown=4) -> list:
+    """Your frames first (innermost first), then where inside a library it was raised."""
+    own = [f for f in reversed(frames) if not _is_library(f.file)]
+    lines = []
+    for f in own[:shown]:
+        lines.append(f"  {f.file}:{f.line} in {f.function}")
+        if f.code:
+            lines.append(f"      {f.code}")
+    if frames and _is_library(frames[-1].file) and own:
+        inner = frames[-1]
+        lines.append(f"  (raised inside {inner.function}, {_short_path(inner.file)}:{inner.line})")
+    return lines
+
+
+def _short_path(file: str) -> str:
+    """'/.../site-packages/torch/distributed/distributed_c10d.py' -> 'torch/distributed/...'."""
+    return file.split("site-packages/", 1)[-1]

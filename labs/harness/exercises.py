@@ -12,6 +12,7 @@ are the solutions' outputs); `make lab` does not, so in JupyterLab you run your 
 import functools
 import importlib
 import os
+import sys
 
 SOLUTIONS_ENV = "P2P_COURSE_SOLUTIONS"
 
@@ -38,10 +39,14 @@ def exercise(stub):
 
 
 def todo(where: str):
-    """The exception a stub raises: says where the lesson explains the exercise."""
+    """The exception a stub raises: which exercise, in which file, and where the lesson
+    explains it."""
+    stub = sys._getframe(1).f_code      # the stub that raises it
+    file = os.path.relpath(stub.co_filename, os.path.dirname(os.path.dirname(
+        os.path.dirname(os.path.abspath(__file__)))))
     return NotImplementedError(
-        f"This is an exercise: write its body (see {where}). "
-        f"Grade it with `make check`.")
+        f"exercise {stub.co_name} in {file} is not solved yet: write its body (see "
+        f"{where}), then grade it with `make check`.")
 
 
 def exercises_in(module) -> dict:

@@ -48,6 +48,16 @@ class RankStatus:
 
 
 @dataclass
+class Frame:
+    """One line of a worker's traceback: `file` relative to the course when it is ours."""
+
+    file: str
+    line: int
+    function: str
+    code: str
+
+
+@dataclass
 class Joined:
     rank: int
 
@@ -67,6 +77,7 @@ class Failed:
     phase: str                         # "connect" (before fn ran) or "run"
     status: RankStatus
     events: list[Event]
+    frames: list[Frame] = field(default_factory=list)   # outermost first, as Python prints
 
 
 @dataclass

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import torch.distributed as dist
 
 from labs.harness import worker
+from labs.harness.errors import Interrupted
 from labs.harness.messages import (Failed, Joined, RankStatus, Release, Returned,
                                    StatusReply, StatusRequest)
 from labs.harness.output import read_outputs
@@ -63,7 +64,12 @@ def run_workers(ctx, fn, world_size, args, timeout, pg_timeout, threads, env,
             pipes[rank][1].close()   # only the child holds its end: EOF tells it we are gone
             procs.append(p)
         started_pids[:] = [p.pid for p in procs]
-        outcome = _Supervisor(procs, [pp[0] for pp in pipes]).watch(started, timeout)
+        try:
+            outcome = _Supervisor(procs, [pp[0] for pp in pipes]).watch(started, timeout)
+        except KeyboardInterrupt:
+            # You pressed stop: say where each rank was, then stop them all (below).
+            replies = ask_status(procs, [pp[0] for pp in pipes], range(world_size), wait=0.5)
+            raise Interrupted({r: reply.status for r, reply in replies.items()}) from None
         outcome.outputs = read_outputs(out_dir, world_size)
     finally:
         stop(procs)

@@ -21,7 +21,7 @@ import torch
 import torch.distributed as dist
 
 from labs.harness import tracing
-from labs.harness.messages import (Failed, Joined, RankStatus, Release, Returned,
+from labs.harness.messages import (Failed, Frame, Joined, RankStatus, Release, Returned,
                                    StatusReply, StatusRequest)
 
 # How long the ranks may take to start and join the group. The launch `timeout` counts
@@ -32,6 +32,21 @@ JOIN_TIMEOUT = 60.0
 def exc_summary(exc) -> str:
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+# Files under this folder are shown relative to it (labs/ring.py, solutions/ring.py).
+COURSE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def frames_of(exc) -> list[Frame]:
+    """The traceback of `exc` as Frames, course files relative to the course's folder."""
+    frames = []
+    for f in traceback.extract_tb(exc.__traceback__):
+        path = os.path.abspath(f.filename)
+        if path.startswith(COURSE_ROOT + os.sep):
+            path = os.path.relpath(path, COURSE_ROOT)
+        frames.append(Frame(path, f.lineno or 0, f.name, (f.line or "").strip()))
+    return frames
 
 
 def status_now(tracer: tracing.Tracer, phase: str) -> RankStatus:
@@ -127,7 +142,7 @@ def run(rank, world_size, fn_bytes, args_bytes, store_port, pg_timeout, threads,
         status = status_now(tracer, channel.phase)
         status.note = status.note or exc_summary(exc)
         message = Failed(rank, exc_summary(exc), traceback.format_exc(), channel.phase,
-                         status, list(tracer.events))
+                         status, list(tracer.events), frames_of(exc))
     sys.stdout.flush()
     sys.stderr.flush()
     try:

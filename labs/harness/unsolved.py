@@ -1,0 +1,46 @@
+"""Run a notebook cell that needs one of your exercises, solved or not.
+
+`launch_exercise` is `launch` for a cell whose workers call an exercise. Solved: you see
+your own result. Not solved yet: two lines say which exercise, where, and how to grade it,
+then the cell shows the reference solution's result, so the lesson still reads to its end.
+"""
+from __future__ import annotations
+
+import re
+
+from labs.harness.errors import WorkerError
+from labs.harness.exercises import SOLUTIONS_ENV
+from labs.harness.launcher import launch
+from labs.harness.output import replay
+
+_UNSOLVED = re.compile(r"NotImplementedError: exercise (\w+) in (\S+) is not solved yet")
+
+
+def unsolved_exercise(exc: WorkerError) -> tuple[str, str] | None:
+    """(name, file) of the exercise whose stub made the workers fail, if that was the cause."""
+    for cause in exc.causes.values():
+        found = _UNSOLVED.match(cause)
+        if found:
+            return found[1], found[2]
+    return None
+
+
+def launch_exercise(fn, world_size: int = 2, args=(), timeout: float = 30.0, **kwargs):
+    """launch(fn, ...); if an exercise it calls is not solved yet, say so in two lines and
+    return the reference solution's results instead."""
+    quiet = kwargs.pop("quiet", False)
+    try:
+        results = launch(fn, world_size, args, timeout, quiet=True, **kwargs)
+    except WorkerError as exc:
+        unsolved = unsolved_exercise(exc)
+        if unsolved is None:
+            raise
+        name, file = unsolved
+        print(f"Exercise `{name}` ({file}) is not solved yet: below is the REFERENCE "
+              f"solution's result, not yours.")
+        print("Solve it, grade it with `make check`, then run this cell again to see your own.")
+        env = {**(kwargs.pop("env", None) or {}), SOLUTIONS_ENV: "1"}
+        return launch(fn, world_size, args, timeout, quiet=quiet, env=env, **kwargs)
+    if not quiet:
+        replay(results.outputs)
+    return results
