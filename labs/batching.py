@@ -3,12 +3,13 @@
     anatomy             the fields of a P2POp (op, tensor, peer, group, tag, group_peer)
     validation_errors   every mistake P2POp / batch_isend_irecv check for, and their errors
     unchecked_peer      a peer that does not exist is accepted when the op is built
+    ungrouped_exchange  isend then irecv to each other without a batch (fine on gloo)
     batch_on_gloo       on gloo a batch is its ops posted one by one: one Work per op
     order_inside_batch  sends and receives of one batch may be listed in any order
     fifo_same_pair      repeated ops between the same pair and direction match in order
     tags_out_of_order   gloo matches by tag: messages can be received out of order
     subgroup_peers      peer is a global rank, group_peer a rank inside the group
-    neighbours_run, ring_shift_run, all_pairs_run   run the exercises
+    neighbours_run, ring_shift_run, ring_shifts_run, all_pairs_run   run the exercises
 
 Notebook side (ring_shift's print-out and its widget): labs.views.batching.
 
@@ -104,7 +105,25 @@ def unchecked_peer(rank, world_size):
     return rank
 
 
-# -- 2. what batch_isend_irecv does on gloo -------------------------------------------------
+# -- 2. why batch, and what batch_isend_irecv does on gloo -----------------------------------
+
+def ungrouped_exchange(rank, world_size):
+    """Ranks 0 and 1 each isend to the other, then irecv from it, with no batch.
+
+    On gloo isend only posts the send, so both irecvs get posted and the exchange
+    completes. (On NCCL the same code can hang: see notebook 02.)
+    """
+    if rank > 1:
+        return None
+    peer = 1 - rank
+    buf = torch.zeros(3)
+    send = dist.isend(torch.full((3,), 10.0 * (rank + 1)), dst=peer)
+    recv = dist.irecv(buf, src=peer)
+    send.wait()
+    recv.wait()
+    print(f"isend then irecv, no batch: received {buf.tolist()}")
+    return buf.tolist()
+
 
 def batch_on_gloo(rank, world_size):
     """Ranks 0 and 1 exchange two tensors each way in one batch of four ops."""
@@ -236,6 +255,7 @@ def exchange_with_neighbours(tensor):
     neighbour's `tensor`. `tensor` is not modified.
     Edge cases: world size 1 -> both are copies of your own tensor (gloo cannot send to
     your own rank); world size 2 -> the left and right neighbour are the same rank.
+    The grader checks the trace: all four operations in ONE batch_isend_irecv call.
 
     Hint: four P2POps, one batch_isend_irecv, then wait() on every Work it returns.
     """
@@ -250,6 +270,9 @@ def ring_shift(tensor, k):
     the `tensor` of rank (r - k) % world_size. Same shape and dtype on every rank.
     `tensor` is not modified. When k % world_size == 0 (also world size 1) every rank keeps
     its own tensor: return a copy and communicate nothing (gloo cannot send to yourself).
+    The tensor goes straight to its destination: one send to rank + k and one receive from
+    rank - k, never relayed through the ranks in between. Any point-to-point calls that
+    cannot deadlock will do (batch_isend_irecv, or isend/irecv then wait).
 
     Hint: Python's % already maps negative k into 0 .. world_size-1.
     """
@@ -265,9 +288,10 @@ def all_pairs_exchange(chunks):
     and may be 0. Returns a list `received` of world_size new tensors: received[i] is rank
     i's chunks[rank]; received[rank] is a copy of chunks[rank].
 
-    Protocol (the grader checks the tags in the trace): first send each peer the length
-    of its chunk as a 1-element int64 tensor with tag SIZE_TAG, and receive theirs; then
-    send the chunks with tag DATA_TAG. Use batch_isend_irecv for each phase.
+    Protocol (the grader checks the tags and batches in the trace): first send each peer the
+    length of its chunk as a 1-element int64 tensor with tag SIZE_TAG, and receive theirs,
+    all in one batch_isend_irecv that holds lengths only; then send and receive the chunks
+    with tag DATA_TAG in a second batch_isend_irecv.
 
     Hint: a receive buffer can only be allocated once its length is known: one batch for
     all the lengths, wait for all of it, allocate, one batch for all the chunks. With one
@@ -286,6 +310,11 @@ def neighbours_run(rank, world_size):
 def ring_shift_run(rank, world_size, k):
     """Run ring_shift on tensor([rank]); returns the rank whose tensor arrived here."""
     return int(ring_shift(torch.tensor([rank]), k).item())
+
+
+def ring_shifts_run(rank, world_size, ks):
+    """ring_shift_run for each k in `ks`, one after the other; returns one rank per k."""
+    return [ring_shift_run(rank, world_size, k) for k in ks]
 
 
 def all_pairs_run(rank, world_size):

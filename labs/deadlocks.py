@@ -209,9 +209,10 @@ def exchange_batched(tensor, peer):
 @exercise
 def exchange_parity_ordered(tensor, peer):
     """The same exchange with blocking dist.send / dist.recv only, ordered by rank parity:
-    even ranks send first, then receive; odd ranks receive first, then send (Megatron's
-    fallback for neighbouring pipeline stages). `peer` has the other parity (e.g. rank ^ 1,
-    rank + 1). Returns a new tensor holding the peer's tensor; `tensor` is unchanged.
+    even ranks send first, then receive; odd ranks receive first, then send (Megatron-LM
+    orders its non-batched isend/irecv by the same parity; here the calls block). `peer`
+    has the other parity (e.g. rank ^ 1, rank + 1). Returns a new tensor holding the
+    peer's tensor; `tensor` is unchanged.
 
     Hint: dist.get_rank() % 2.
     """
@@ -248,7 +249,9 @@ def checked_exchange(tensor, peer):
 
     Both ranks call it. First exchange the metadata (encode_meta(tensor): fixed size, so
     it always fits); if the peer's shape or dtype differs from ours, raise ValueError on
-    BOTH ranks, before any data moves, with a message naming both shapes and dtypes, e.g.
+    BOTH ranks, before any data moves, with a message naming both shapes and both dtypes, in
+    any wording: each shape as its sizes in order ((4,), [4], torch.Size([4]), 2x3 ...) and
+    each dtype by name (float32 or torch.float32), e.g.
     "checked_exchange: rank 0 has (4,) torch.float32 but peer 1 has (5,) torch.float32".
     Otherwise exchange the data and return a new tensor holding the peer's tensor.
     Never hangs, never aborts, never returns silently wrong data.

@@ -2,6 +2,7 @@
 
     first_send          dist.send / dist.recv: rank 0 sends to every other rank by global rank
     nonblocking_pair    dist.isend / dist.irecv return a Work: is_completed(), wait()
+    completion_on_gloo  on gloo a point-to-point Work says it is completed only after wait()
     touch_before_wait   buffer ownership: a send buffer changed before wait() sends the change
     read_before_wait    ... and a receive buffer read before wait() holds nothing useful yet
     rendezvous_send     gloo's send returns only once the receiver has posted its recv
@@ -66,6 +67,58 @@ def nonblocking_pair(rank, world_size):
         work.wait()
         print("after wait, is_completed():", work.is_completed(), "buf:", buf.tolist())
         return buf
+    dist.barrier()
+    return None
+
+
+def _poll(work, seconds):
+    """Ask work.is_completed() over and over for `seconds`: was it ever True?"""
+    deadline = time.monotonic() + seconds
+    seen = False
+    while time.monotonic() < deadline:
+        seen |= work.is_completed()
+        time.sleep(0.001)
+    return seen
+
+
+def completion_on_gloo(rank, world_size, poll_seconds=0.3):
+    """When does a gloo point-to-point Work say is_completed()? Ranks 0 and 1.
+
+    1. Rank 0 isends; rank 1 takes the data with a blocking recv. Only after that (the
+       barrier orders it) rank 0 polls is_completed() for `poll_seconds`, then waits.
+    2. Rank 1 posts an irecv, rank 0 sends; rank 1 watches its buffer until the data is
+       there, polls is_completed() for `poll_seconds`, then waits.
+    Returns {"isend" or "irecv": (True seen while polling, is_completed() after wait)};
+    rank 1's dict also says whether the data was in its buffer before wait().
+    """
+    if rank == 0:
+        work = dist.isend(torch.ones(3), dst=1)
+        dist.barrier()                           # rank 1's blocking recv has returned
+        polled = _poll(work, poll_seconds)
+        print(f"isend, the peer's recv has returned: is_completed() polled for "
+              f"{poll_seconds:g} s was {'True at least once' if polled else 'always False'}")
+        work.wait()
+        print("isend, after wait(): is_completed() =", work.is_completed())
+        dist.send(torch.full((3,), 2.0), dst=1)
+        dist.barrier()
+        return {"isend": (polled, work.is_completed())}
+    if rank == 1:
+        dist.recv(torch.zeros(3), src=0)
+        dist.barrier()
+        buf = torch.zeros(3)
+        work = dist.irecv(buf, src=0)
+        deadline = time.monotonic() + 5.0
+        while not bool((buf == 2.0).all()) and time.monotonic() < deadline:
+            time.sleep(0.001)                    # gloo writes the buffer in the background
+        arrived = bool((buf == 2.0).all())
+        polled = _poll(work, poll_seconds)
+        print(f"irecv, data already in the buffer ({arrived}): is_completed() polled for "
+              f"{poll_seconds:g} s was {'True at least once' if polled else 'always False'}")
+        work.wait()
+        print("irecv, after wait(): is_completed() =", work.is_completed())
+        dist.barrier()
+        return {"irecv": (polled, work.is_completed()), "arrived": arrived}
+    dist.barrier()
     dist.barrier()
     return None
 

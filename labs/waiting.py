@@ -7,6 +7,7 @@
     racy_ring_shift         sending and receiving THE SAME tensor: a race, made reproducible
     safe_shift_run          runs exercise 1 (safe_ring_shift) with one slow rank
     overlap_timing          a matmul while a big transfer is in flight, vs one after the other
+                            (interleaved repetitions, seconds of each)
     ring_matmul             double buffering: rotate blocks around the ring while computing
 
 Exercises (write the bodies; `make check` grades them):
@@ -178,7 +179,8 @@ def overlapped_step(block, weight, recv_buf):
     `block @ weight` WHILE both transfers are in flight. Returns `block @ weight`. When it
     returns, `recv_buf` holds the previous rank's block and both transfers are complete;
     `block` is unchanged. World size >= 2; float32 or float64 blocks of shape (n, k),
-    weight (k, m).
+    weight (k, m). The grader reads the order from the trace (it sees the matmul however
+    you call it): non-blocking transfers posted, then the matmul, then the waits.
 
     Hint: post the transfers first (dist.batch_isend_irecv), then compute inside
     `with span("matmul"):` (it shows on the timeline), then wait for every Work.
@@ -195,10 +197,11 @@ def overlap_timing(rank, world_size, numel=4_000_000, size=800, reps=5):
     transfer only / matmul only:  each part alone (the best overlap hides the shorter one)
     serial:      exchange, wait, then matmul
     overlapped:  post the exchange, matmul while it is in flight, then wait
-    Each mode runs `reps` times after a warm-up, ranks started together by a barrier.
-    Returns {mode: median time in s} (the median shrugs off a few disturbed runs), plus
-    whether serial and overlapped produced the same product and both received the peer's
-    tensor. Other ranks only keep step.
+    After a warm-up, the modes run round-robin (interleaved) `reps` times, each one started
+    on both ranks together by a barrier, so a noisy moment hits every mode alike.
+    Returns {"seconds": {mode: [seconds of each repetition]}, "same product": serial and
+    overlapped computed the same, "received ok": every exchange delivered the peer's
+    tensor}. Other ranks only keep step.
     """
     if rank > 1:                                # only ranks 0 and 1 take part ...
         for _ in range(len(MODES) * reps):
@@ -238,10 +241,9 @@ def overlap_timing(rank, world_size, numel=4_000_000, size=800, reps=5):
             times[mode].append(time.perf_counter() - t0)
             if mode != "matmul only":
                 received[mode] = bool((y == peer).all())
-    result = {m: sorted(times[m])[len(times[m]) // 2] for m in MODES}
-    result["same product"] = torch.equal(products["serial"], products["overlapped"])
-    result["received ok"] = all(received.values())
-    return result
+    return {"seconds": times,
+            "same product": torch.equal(products["serial"], products["overlapped"]),
+            "received ok": all(received.values())}
 
 
 def ring_matmul(rank, world_size, rows=2048, dim=256):

@@ -81,7 +81,7 @@ def timeline(events, title="", ax=None, arrows=True, unit="ms", *, upto=None,
                calls are hidden, calls still running are drawn up to `upto`.
     highlight: an event to outline in black (the scrubber's current step).
     """
-    lanes = _Lanes(events)
+    lanes, kinds = _Lanes(events), {_kind(e) for e in events}
     if upto is not None:
         events = [e for e in events if e.t_post <= upto]
     if ax is None:
@@ -101,7 +101,7 @@ def timeline(events, title="", ax=None, arrows=True, unit="ms", *, upto=None,
     ax.set_xlim(0, max(picture.end, lanes.full_end) * picture.scale * 1.02)
     ax.set_xlabel(f"time ({unit})")
     if legend:
-        ax.legend(handles=_legend(never), loc="upper left", bbox_to_anchor=(1.01, 1.0),
+        ax.legend(handles=_legend(kinds, arrows, never), loc="upper left", bbox_to_anchor=(1.01, 1.0),
                   fontsize=7, frameon=False, borderaxespad=0.0)
     if title:
         ax.set_title(title, loc="left", fontsize=10)
@@ -184,16 +184,29 @@ class _Timeline:
                                              alpha=0.75, shrinkA=0, shrinkB=0))
 
 
-def _legend(never: bool) -> list:
-    handles = [Patch(facecolor=COLORS["send"], alpha=0.85, label="send (blocking)"),
-               Patch(facecolor=COLORS["isend"], alpha=0.4, hatch="//", label="isend in flight"),
-               Patch(facecolor=COLORS["recv"], alpha=0.85, label="recv (blocking)"),
-               Patch(facecolor=COLORS["irecv"], alpha=0.4, hatch="//", label="irecv in flight"),
-               Patch(facecolor=COLORS["wait"], alpha=0.85, label="wait"),
-               Patch(facecolor=COLORS["collective"], alpha=0.85, label="collective"),
-               Patch(facecolor=COLORS["compute"], alpha=0.85, label="compute (span)"),
-               Line2D([], [], color="black", marker=">", markersize=5,
-                      label="matched pair: data moves")]
+def _kind(e) -> str:
+    """The legend entry an event is drawn as."""
+    if e.op in ("send", "recv", "isend", "irecv", "wait", "compute"):
+        return e.op
+    return "collective"
+
+
+def _legend(kinds: set, arrows: bool, never: bool) -> list:
+    """Only the kinds this run has (a legend entry with nothing drawn is noise)."""
+    entries = [("send", Patch(facecolor=COLORS["send"], alpha=0.85, label="send (blocking)")),
+               ("isend", Patch(facecolor=COLORS["isend"], alpha=0.4, hatch="//",
+                               label="isend in flight")),
+               ("recv", Patch(facecolor=COLORS["recv"], alpha=0.85, label="recv (blocking)")),
+               ("irecv", Patch(facecolor=COLORS["irecv"], alpha=0.4, hatch="//",
+                               label="irecv in flight")),
+               ("wait", Patch(facecolor=COLORS["wait"], alpha=0.85, label="wait")),
+               ("collective", Patch(facecolor=COLORS["collective"], alpha=0.85,
+                                    label="collective")),
+               ("compute", Patch(facecolor=COLORS["compute"], alpha=0.85, label="compute (span)"))]
+    handles = [patch for kind, patch in entries if kind in kinds]
+    if arrows and kinds & {"send", "recv", "isend", "irecv"}:
+        handles.append(Line2D([], [], color="black", marker=">", markersize=5,
+                              label="matched pair: data moves"))
     if never:
         handles.append(Patch(facecolor="white", edgecolor="red", linestyle="--",
                              label="never completed"))

@@ -1,9 +1,13 @@
-"""Notebook 04's explorer: run any deadlock pattern, tell hang, error and corruption apart."""
+"""Notebook 04's notebook-side code: run a hazard and name what it did (the verdict a
+prediction is compared with), and the explorer that runs any deadlock pattern and tells
+hang, error and corruption apart."""
+from dataclasses import dataclass
+
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
 
-from labs import HangError, WorkerError, launch
+from labs import HangError, WorkerError, launch, launch_exercise
 from labs.deadlocks import PATTERNS, explore_worker
 from labs.harness.gloo_text import gloo_message
 from labs.harness.plots import timeline
@@ -16,6 +20,30 @@ def abort_reason(exc):
         if "what():" in line:
             return gloo_message(line).strip()
     return "(the worker printed no reason)"
+
+
+@dataclass
+class HazardRun:
+    """How a hazard demo ended. `verdict`: "completes", "hang", "error" (a rank raised) or
+    "killed" (a rank's process was killed); `results` if it completed, `error` otherwise."""
+
+    verdict: str
+    results: list | None = None
+    error: Exception | None = None
+
+
+def run_hazard(fn, world_size, args=(), **kwargs) -> HazardRun:
+    """launch(fn, ...) on fresh workers; a hang or a failure is printed (its stable brief)
+    and returned as the verdict, not raised."""
+    try:
+        return HazardRun("completes", launch(fn, world_size, args=args, **kwargs))
+    except HangError as exc:
+        print(exc.brief())
+        return HazardRun("hang", error=exc)
+    except WorkerError as exc:
+        print(exc.brief())
+        killed = any(cause.startswith("was killed") for cause in exc.causes.values())
+        return HazardRun("killed" if killed else "error", error=exc)
 
 
 def _show(t, n=4):
@@ -59,13 +87,15 @@ def _report_completed(results):
 
 def explore(pattern, world_size=2, numel=10, pg_timeout=1.5, plot=True):
     """Run `pattern` (a key of labs.deadlocks.PATTERNS) on fresh workers; print the outcome
-    and draw the per-rank timeline. Returns "ok", "hang", "error" or "silent corruption"."""
+    and draw the per-rank timeline. Returns "ok", "hang", "error" or "silent corruption".
+    A pattern that needs an exercise you have not solved yet runs the reference solution
+    (and says so)."""
     if pattern not in PATTERNS:
         raise ValueError(f"unknown pattern {pattern!r}; pick one of {list(PATTERNS)}")
     print(f"{pattern}: world size {world_size}, numel {numel}")
     try:
-        results = launch(explore_worker, world_size, args=(pattern, numel),
-                         timeout=pg_timeout + 8, pg_timeout=pg_timeout, quiet=True)
+        results = launch_exercise(explore_worker, world_size, args=(pattern, numel),
+                                  timeout=pg_timeout + 8, pg_timeout=pg_timeout, quiet=True)
         outcome, events = _report_completed(results), results.trace
     except HangError as exc:
         outcome, events = "hang", exc.trace

@@ -1,6 +1,7 @@
 """Notebook 01's plot and widget: gloo's blocking send, seen on a timeline."""
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
+from IPython.display import display
+from matplotlib.figure import Figure
 
 from labs import launch
 from labs.harness.plots import timeline
@@ -20,12 +21,25 @@ def plot_rendezvous(delay):
     send_post, send_done, recv_post, _ = send_timing(results.trace)
     print(f"receiver delay {delay:g} s: the send returned after the recv was posted:",
           send_done >= recv_post)
-    timeline(results.trace, title=f"receiver sleeps {delay:g} s before its recv")
-    plt.show()
+    # A figure outside pyplot, shown once drawn: in JupyterLab a click can run while a
+    # kernel subshell thread handles another widget message, and that thread's post-execute
+    # hooks redraw and flush every pyplot figure (a blank or half-drawn PNG). Same size as
+    # `timeline`'s own figure for two ranks.
+    fig = Figure(figsize=(9, 0.7 + 0.6 * 2))
+    timeline(results.trace, title=f"receiver sleeps {delay:g} s before its recv",
+             ax=fig.subplots())
+    display(fig)
     return results
 
 
+def _plot_only(delay):
+    """What the explorer's button runs: the plot and its line, without a return value
+    (interact would print the Results list under the figure)."""
+    plot_rendezvous(delay)
+
+
 def rendezvous_explorer():
-    """A slider for the receiver's delay; each change launches real workers and replots."""
-    widgets.interact_manual(plot_rendezvous, delay=widgets.FloatSlider(
-        value=0.3, min=0.0, max=1.0, step=0.05, description="recv delay (s)"))
+    """A slider for the receiver's delay; each click launches real workers and replots."""
+    widgets.interact_manual(_plot_only, delay=widgets.FloatSlider(
+        value=0.3, min=0.0, max=1.0, step=0.05, description="receiver's delay (s)",
+        style={"description_width": "initial"}, layout=widgets.Layout(width="420px")))

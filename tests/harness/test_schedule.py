@@ -129,7 +129,9 @@ def test_nccl_differences():
     cycle = check(SCHEDULES["tag_order_cycle"][0])
     assert cycle.nccl.outcome == "ok" and "no such cycle on NCCL" in str(cycle)
     selfb = check(SCHEDULES["self_batch"][0])
-    assert selfb.nccl.outcome == "ok" and "NCCL allows" in str(selfb)
+    # NCCL allows send/recv to self, but a batch that is the first call on the group without
+    # every rank is undefined there (the batch_isend_irecv docstring)
+    assert selfb.nccl.outcome == "undefined" and "NCCL allows" in str(selfb)
     h2h = check(SCHEDULES["head_to_head_send"][0])
     assert h2h.nccl.outcome == "hang" and "may buffer a small send" in str(h2h)
     recvs = check(SCHEDULES["head_to_head_recv"][0])

@@ -4,6 +4,7 @@ import re
 import pytest
 
 import labs.batching as lab
+import labs.views.batching as view
 from labs import HangError, WorkerError, launch
 from labs.harness.grading import p2p_ops
 
@@ -15,6 +16,7 @@ def several_demos(rank, world_size):
             "order": [lab.order_inside_batch(rank, world_size, first)
                       for first in ((), (1,), (0, 1))],
             "fifo": lab.fifo_same_pair(rank, world_size),
+            "ungrouped": lab.ungrouped_exchange(rank, world_size),
             "demo": lab.demo(rank, world_size)}
 
 
@@ -36,6 +38,8 @@ def test_p2pop_fields_validation_ordering_and_fifo():
     assert [t.tolist() for t in results[1]["order"]] == [[10.0] * 3] * 3
     # Same pair, same direction: FIFO, whatever the buffers are called.
     assert "('b', 'a'): a = [2.0, 2.0, 2.0], b = [1.0, 1.0, 1.0]" in out1
+    # On gloo, isend then irecv to each other without a batch completes (isend only posts).
+    assert [r["ungrouped"] for r in results] == [[20.0] * 3, [10.0] * 3]
     assert [r["demo"] for r in results] == ["2 Work objects; got 1 from rank 1",
                                             "2 Work objects; got 0 from rank 0"]
 
@@ -73,3 +77,16 @@ def test_subgroup_peer_is_global():
     assert "peer=2, group=g)       -> peer=2, group_peer=1" in results.outputs[0]
     assert "Global rank 1 is not part of group" in results.outputs[0]
     assert "would send to ITSELF" in results.outputs[1]
+
+
+def test_ring_shift_view_shows_the_reference_while_unsolved(monkeypatch, capsys):
+    # The learner's state: labs/ has the stub. The notebook cell still shows where every
+    # tensor lands (the reference's result), says which exercise is missing, and one launch
+    # covers every k.
+    monkeypatch.setenv("P2P_COURSE_SOLUTIONS", "0")
+    holders = view.show_ring_shifts(4, [1, -1, 4])
+    assert holders == {1: [3, 0, 1, 2], -1: [1, 2, 3, 0], 4: [0, 1, 2, 3]}
+    out = capsys.readouterr().out
+    assert "Exercise `ring_shift` (labs/batching.py) is not solved yet" in out
+    assert out.count("not solved yet") == 1
+    assert view.show_ring_shift(2, 1) is None          # interact() would print a return value

@@ -115,6 +115,29 @@ def test_explore_reports_each_kind_of_outcome(monkeypatch, capsys):
         view.explore("no such pattern")
 
 
+def test_run_hazard_names_what_the_run_did(capsys):
+    hang = view.run_hazard(lab.head_to_head, 2, args=(10,), quiet=True, **lab.HANG)
+    assert (hang.verdict, hang.results) == ("hang", None)
+    assert isinstance(hang.error, HangError)
+    assert view.run_hazard(lab.send_to_self, 2, quiet=True).verdict == "error"
+    killed = view.run_hazard(lab.smaller_recv_buffer, 2, args=(10,), quiet=True)
+    assert killed.verdict == "killed"
+    assert view.abort_reason(killed.error).startswith("op.preamble.length <= op.nbytes")
+    silent = view.run_hazard(lab.larger_recv_buffer, 2, args=(4,), quiet=True)
+    assert silent.verdict == "completes" and silent.results[1]["got"].numel() == 6
+    out = capsys.readouterr().out        # each failure's stable brief is printed
+    assert "rank 0: blocked in send(to 1, tag 0, 10 x float32)" in out
+    assert "rank 1: was killed by signal SIGABRT" in out
+
+
+def test_explore_runs_exercise_patterns_in_the_learners_state(monkeypatch):
+    # Solved or not, an exercise pattern runs: the learner's body or the reference.
+    monkeypatch.setenv("P2P_COURSE_SOLUTIONS", "0")
+    assert view.explore("batched exchange (exercise 1)", world_size=2, plot=False) == "ok"
+    assert view.explore("checked exchange, sizes differ (exercise 2)", world_size=2,
+                        plot=False) == "error"
+
+
 def test_explorer_widget_runs_real_workers(capsys):
     import ipywidgets as widgets
     box = view.explorer()

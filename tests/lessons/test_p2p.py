@@ -13,6 +13,7 @@ def several_demos(rank, world_size):
             "touched": lab.touch_before_wait(rank, world_size),
             "fixed": lab.touch_before_wait(rank, world_size, True),
             "read_early": lab.read_before_wait(rank, world_size),
+            "completion": lab.completion_on_gloo(rank, world_size, 0.05),
             "demo": lab.demo(rank, world_size)}
 
 
@@ -26,6 +27,10 @@ def test_demos_send_recv_work_and_buffer_ownership():
     assert results[1]["touched"].tolist() == [100.0] * 4
     assert results[1]["fixed"].tolist() == [1.0] * 4
     assert "before wait: [0.0, 0.0, 0.0, 0.0]" in out1 and "after wait:  [7.0" in out1
+    # On gloo a point-to-point Work says it is completed only once wait() has run, even
+    # with the data delivered: polling saw False every time, then True after wait().
+    assert results[0]["completion"] == {"isend": (False, True)}
+    assert results[1]["completion"] == {"irecv": (False, True), "arrived": True}
     assert [r["demo"] for r in results] == ["got 1 from rank 1", "got 0 from rank 0"]
 
 
@@ -34,6 +39,14 @@ def test_gloo_send_waits_for_the_recv():
     send_post, send_done, recv_post, recv_done = view.send_timing(results.trace)
     # Causality, not speed: the blocking send cannot return before the recv exists.
     assert recv_post <= send_done
+
+
+def test_rendezvous_explorer_shows_the_plot_and_nothing_else(capsys):
+    # interact() prints whatever its function returns: the button's function returns None.
+    assert view._plot_only(0.0) is None
+    out = capsys.readouterr().out
+    assert out.startswith("receiver delay 0 s: the send returned after the recv was posted: True")
+    assert "None" not in out
 
 
 def test_any_source():

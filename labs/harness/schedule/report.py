@@ -66,7 +66,7 @@ class Report:
                 "silent": "COMPLETES, but with silently wrong data",
                 "hang": "HANG", "error": "ERROR: a call raises",
                 "abort": "ABORT: a process is killed",
-                "undefined": "UNDEFINED (NCCL checks no sizes)"}[self.outcome]
+                "undefined": "UNDEFINED on NCCL (see the verdicts)"}[self.outcome]
         lines.append(f"Prediction on {self.backend}: {word}")
         for r, text in sorted(self.stuck.items()):
             lines.append(f"  rank {r} waits forever in {text}")

@@ -228,4 +228,4 @@ def nccl_first_batch_verdicts(sched):
     return [Verdict(
         "nccl_first_batch", tuple(r for r, f in enumerate(firsts) if f is Batch),
         "a batch is the first call on the group, but not every rank takes part in "
-        "it: undefined on NCCL (torch's batch_isend_irecv docstring).", "warning")]
+        "it: undefined on NCCL (torch's batch_isend_irecv docstring).", "undefined")]

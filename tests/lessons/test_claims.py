@@ -1,0 +1,86 @@
+"""The claims ledger (labs/claims): every claim holds on the pinned torch, and a claim that
+stops holding is reported: the command exits non-zero and check() raises."""
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from labs.claims import CLAIMS, ClaimResult, check, claim, evaluate, get
+from labs.claims.__main__ import main
+from tests.procs import die_with, group_members, kill_leftovers
+
+ROOT = Path(__file__).resolve().parents[2]
+ROW = re.compile(r"^(\S+)\s+(\d\d)\s+(holds|BROKEN)\s+(.*)$")
+
+
+@pytest.fixture
+def broken_claims():
+    """Two claims registered for this test only, in a lesson of their own ("99")."""
+    @claim(lesson="99", text="a claim this test breaks on purpose")
+    def deliberately_broken():
+        return ClaimResult(holds=False, observed="the opposite")
+
+    @claim(lesson="99", text="a claim whose check itself fails")
+    def check_that_raises():
+        raise RuntimeError("no workers today")
+
+    yield
+    del CLAIMS["deliberately_broken"], CLAIMS["check_that_raises"]
+
+
+@pytest.mark.slow
+def test_every_claim_holds_on_real_workers():
+    # A session of its own: every process the command starts (fork server, workers) is in
+    # its process group, so what is left of it afterwards can be found and killed.
+    run = subprocess.Popen([sys.executable, "-m", "labs.claims"], cwd=ROOT, text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           start_new_session=True, preexec_fn=die_with(os.getpid()))
+    try:
+        out, _ = run.communicate(timeout=240)
+    finally:
+        run.kill()
+        left = kill_leftovers(group_members(run.pid))
+    rows = [m.groups() for m in map(ROW.match, out.splitlines()) if m]
+    assert run.returncode == 0, out
+    assert len(rows) == len(CLAIMS) >= 20, out
+    assert [r for r in rows if r[2] != "holds"] == [], out
+    assert f"{len(rows)} claims: {len(rows)} hold, 0 BROKEN" in out
+    assert not left, f"processes left behind by python -m labs.claims: {left}"
+
+
+def test_a_broken_claim_fails_the_command(broken_claims, capsys):
+    assert main(["--lesson", "99"]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"deliberately_broken\s+99\s+BROKEN\s+the opposite", out), out
+    assert re.search(r"check_that_raises\s+99\s+BROKEN\s+the check raised RuntimeError: "
+                     r"no workers today", out), out
+    assert "2 claims: 0 hold, 2 BROKEN (deliberately_broken, check_that_raises)" in out
+
+
+def test_check_raises_on_a_broken_claim(broken_claims):
+    with pytest.raises(AssertionError, match=r"claim BROKEN: a claim this test breaks on "
+                                             r"purpose \(observed: the opposite\)"):
+        check("deliberately_broken")
+    assert evaluate(get("check_that_raises")) == ClaimResult(
+        False, "the check raised RuntimeError: no workers today")
+
+
+def test_check_prints_one_stable_line(capsys, no_leftover_workers):
+    assert check("is_completed_stays_false_on_gloo") is None
+    assert capsys.readouterr().out == (
+        "claim holds: a gloo point-to-point Work reports is_completed() == False until "
+        "wait(), even when the data has arrived (observed: isend after the peer's recv "
+        "returned: False, after wait: True; irecv with the data in its buffer (True): False, "
+        "after wait: True)\n")
+
+
+def test_list_and_unknown_ids(capsys):
+    assert main(["--list", "--lesson", "3"]) == 0
+    listed = capsys.readouterr().out.splitlines()[1:]
+    assert {line.split()[1] for line in listed} == {"03"} and len(listed) >= 4
+    with pytest.raises(KeyError, match="Did you mean is_completed_stays_false_on_gloo"):
+        get("is_completed_stays_false")
+    assert main(["--lesson", "42"]) == 2
