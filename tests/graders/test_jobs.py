@@ -1,0 +1,170 @@
+"""Lesson 11 (labs/jobs.py): the grader for ring_job, run the way a cluster runs it.
+
+The test starts `torchrun --standalone --nproc-per-node=3 -m tests.graders.test_jobs IMPL DIR`:
+this file is also the script every rank runs (`probe`). Each rank watches how ring_job
+joins and leaves the process group (it wraps init_process_group and destroy_process_group),
+which torch.distributed calls it makes (the course's tracer), what it prints and returns,
+and what it does when its work raises; then writes that down for the test to check.
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import torch
+
+from labs.harness.cli import format_result
+from labs.harness.exercises import SOLUTIONS_ENV
+from labs.harness.grading import (GradeFailure, check_close, check_p2p_only, implementation,
+                                  p2p_ops)
+from labs.harness.tracing import Event
+
+WORLD_SIZE = 3          # odd: uneven ring chunks
+NUMEL = 7               # not a multiple of WORLD_SIZE
+TIMEOUT_S = 9.0         # nobody's default, so it proves timeout_s reaches init_process_group;
+                        # short, so that a deadlocked ring is reported within seconds
+WHAT = f"ring_job({NUMEL}, timeout_s={TIMEOUT_S:g}) under torchrun with {WORLD_SIZE} ranks"
+
+
+# -- the script every rank runs ----------------------------------------------------------
+
+def probe(out_dir: str, *impls: str):
+    """As torchrun's worker: call each implementation's ring_job twice, normally and with
+    work that raises (numel -1: torch.arange raises once the group is joined); record."""
+    import torch.distributed as dist
+    import torch.distributed.distributed_c10d as c10d
+    from labs.harness import tracing
+
+    rank, calls = int(os.environ["RANK"]), []
+    real = {name: getattr(c10d, name) for name in ("init_process_group", "destroy_process_group")}
+
+    def spy(name):
+        def recorded(*args, **kwargs):
+            bound = inspect.signature(real[name]).bind(*args, **kwargs).arguments
+            calls.append({"call": name, **{k: _plain(v) for k, v in bound.items()}})
+            return real[name](*args, **kwargs)
+        return recorded
+
+    for name in real:
+        setattr(dist, name, spy(name))
+        setattr(c10d, name, getattr(dist, name))
+    tracer = tracing.install(rank)
+    records = {}
+    for impl in impls:
+        ring_job, records[impl] = implementation(impl, "jobs", "ring_job"), []
+        for numel in (NUMEL, -1):
+            # Joining twice in one process: the new group needs rendezvous keys of its own.
+            c10d._world.group_count = 1000 * (len(records) * 2 + len(records[impl]))
+            first_call, first_event, out = len(calls), len(tracer.events), io.StringIO()
+            case = {"numel": numel, "initialized_before": dist.is_initialized()}
+            try:
+                with contextlib.redirect_stdout(out):
+                    result = ring_job(numel, TIMEOUT_S)
+                case["returned"] = (result.tolist() if isinstance(result, torch.Tensor)
+                                    else repr(result))
+            except Exception as exc:  # noqa: BLE001 - the test judges it
+                case["raised"] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            case.update(printed=out.getvalue(), calls=calls[first_call:],
+                        initialized_after=dist.is_initialized(),
+                        events=[e.as_dict() for e in tracer.events[first_event:]])
+            if dist.is_initialized():
+                real["destroy_process_group"]()         # the case is over; not recorded
+            records[impl].append(case)
+    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(records))
+
+
+def _plain(value):
+    if hasattr(value, "total_seconds"):
+        return value.total_seconds()
+    return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
+
+
+# -- the test ----------------------------------------------------------------------------
+
+def run_probe(out_dir: Path, *impls: str) -> dict[int, dict]:
+    """Run `probe` under torchrun; {rank: {impl: cases}}, or a GradeFailure saying why not."""
+    import labs.views.jobs as view
+    run = view.run_torchrun(["--standalone", f"--nproc-per-node={WORLD_SIZE}",
+                             "-m", "tests.graders.test_jobs", str(out_dir), *impls],
+                            env={SOLUTIONS_ENV: "0"}, deadline_s=60 + 40 * len(impls))
+    records = {int(p.stem[4:]): json.loads(p.read_text()) for p in out_dir.glob("rank*.json")}
+    if sorted(records) != list(range(WORLD_SIZE)):
+        tail = "\n".join(r.stderr[-1500:] for r in run.ranks if r.stderr.strip())
+        raise GradeFailure(f"{WHAT}: the job did not finish on every rank (exit codes "
+                           f"{run.returncodes}, ranks that reported: {sorted(records)}):\n{tail}")
+    return records
+
+
+def _raised(raised: str, rank: int) -> str:
+    unsolved = re.search(r"exercise (\w+) in (\S+) is not solved yet: write its body "
+                         r"\(see ([^)]*)\)", raised)
+    if unsolved and unsolved[1] == "ring_job":
+        return (f"ring_job is not implemented yet: write its body in {unsolved[2]} "
+                f"(see {unsolved[3]}).")
+    if unsolved:
+        return (f"ring_job calls {unsolved[1]} ({unsolved[2]}), which is not solved yet: solve "
+                f"it first (see {unsolved[3]}), or sum with labs.ring.pass_along_all_reduce "
+                f"until then")
+    return f"{WHAT}: rank {rank} raised {raised}"
+
+
+def check_joined_and_left(case: dict, rank: int, what: str):
+    inits = [c for c in case["calls"] if c["call"] == "init_process_group"]
+    destroys = [c for c in case["calls"] if c["call"] == "destroy_process_group"]
+    if len(inits) != 1:
+        raise GradeFailure(f"{what}: rank {rank} called init_process_group {len(inits)} times; "
+                           f"join the group once, at the start of the job")
+    init = inits[0]
+    if init.get("init_method") not in (None, "env://") or init.get("store") is not None:
+        raise GradeFailure(f"{what}: rank {rank} joined with init_method="
+                           f"{init.get('init_method')!r}; use env://: torchrun's MASTER_ADDR, "
+                           f"MASTER_PORT, RANK and WORLD_SIZE")
+    if init.get("backend") not in (None, "gloo"):
+        raise GradeFailure(f"{what}: rank {rank} asked for backend {init.get('backend')!r}; "
+                           f"these CPU tensors need gloo")
+    if init.get("timeout") != TIMEOUT_S:
+        raise GradeFailure(f"{what}: rank {rank} joined with timeout "
+                           f"{init.get('timeout', 'default (30 min)')!r}, expected "
+                           f"timeout_s={TIMEOUT_S:g} s: pass datetime.timedelta(seconds=timeout_s)")
+    if case["initialized_after"] or not destroys:
+        raise GradeFailure(f"{what}: rank {rank} returned with the process group still "
+                           f"initialised; call dist.destroy_process_group() before leaving")
+
+
+def test_ring_job(impl, tmp_path):
+    records = run_probe(tmp_path, impl)
+    check_ring_job({rank: record[impl] for rank, record in records.items()})
+
+
+def check_ring_job(cases: dict[int, list]):
+    """The checks, on every rank's (normal case, failing case)."""
+    total = WORLD_SIZE * torch.arange(NUMEL, dtype=torch.float32) + 10 * sum(range(WORLD_SIZE))
+    for rank, (normal, failing) in sorted(cases.items()):
+        if "raised" in normal:
+            raise GradeFailure(_raised(normal["raised"], rank))
+        check_joined_and_left(normal, rank, WHAT)
+        check_close(torch.tensor(normal["returned"]) if isinstance(normal["returned"], list)
+                    else normal["returned"], total, rank=rank, what=WHAT)
+        if normal["printed"] != format_result(rank, total) + "\n":
+            raise GradeFailure(f"{WHAT}: rank {rank} printed {normal['printed']!r}; expected "
+                               f"exactly one line {format_result(rank, total)!r}")
+        events = [Event(**e) for e in normal["events"]]
+        check_p2p_only(events, f"{WHAT}: the ring")
+        if not p2p_ops(events):
+            raise GradeFailure(f"{WHAT}: rank {rank} sent and received nothing: sum the "
+                               f"tensor with a ring of point-to-point ops")
+        what = "ring_job(-1, ...), whose torch.arange raises inside the job"
+        if "raised" not in failing:
+            raise GradeFailure(f"{what}: rank {rank} returned normally; let the exception "
+                               f"propagate so torchrun reports the failed rank")
+        check_joined_and_left(failing, rank, what)
+
+
+if __name__ == "__main__":
+    probe(*sys.argv[1:])
