@@ -1,57 +1,102 @@
-"""Lesson 08: three widely copied batch_isend_irecv snippets, run as written, then fixed.
+"""Lesson 08: three widely copied batch_isend_irecv snippets, run as they really are,
+every bug shown, then fixed step by step.
 
-Each snippet appears here as close to the way it circulates as a worker function allows
-(the `*_as_written` functions: read them, do not copy them). Next to each one:
-  * a worker the notebook launches to show, with stable facts, what it really does;
-  * the fixed version, and a worker that proves it against `dist.all_reduce` or DDP.
+    snippet 1  "isend tensor1 to 1, irecv from 0"   constant peers (self-send), a receive
+                                                     buffer of the wrong size that nothing
+                                                     keeps, one request waited, by index
+    snippet 2  "ring all-reduce"                     one shift in and out of the same tensor,
+                                                     a barrier instead of wait()
+    snippet 3  "all-to-all gradient averaging"       a parameter index used as a rank, more
+                                                     receives than sends, a barrier instead
+                                                     of wait(), a wrong average of buffers
+                                                     that may never have been written
 
-    snippet 1  "isend tensor1 to 1, irecv from 0"   self-send: "Pair is not connected"
-    snippet 2  "ring all-reduce" (one shift)         same buffer both ways, barrier not wait,
-                                                     one shift is not a reduction
-    snippet 3  "all-to-all gradient averaging"       mismatched pairs, never waits, averages
-                                                     buffers nobody wrote
-
-The exercise is `fixed_ring_all_reduce(tensor)` (notebook 08, "Exercise").
+Each snippet is written the way it circulates (`*_as_written`: read them, do not copy
+them); the `*_with_fixes` versions apply the notebook's fixes one step at a time. The
+last fixes come from earlier lessons' exercises (04's exchange_batched, 03's
+safe_ring_shift) and from this lesson's exercise, `fixed_average_gradients(model)`.
+The section on claims met online runs labs/claims/online.py.
 """
 import torch
 import torch.distributed as dist
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+from labs.deadlocks import exchange_batched
 from labs.harness import cli
 from labs.harness.exercises import exercise, todo
+from labs.harness.grading import recording
+from labs.ring import pass_along_all_reduce
+from labs.waiting import safe_ring_shift
+
+
+def store_barrier(name):
+    """Wait until every rank got here, through the rendezvous store, not through gloo:
+    it orders two ranks' steps without any point-to-point op of its own."""
+    store = dist.distributed_c10d._get_default_store()
+    store.set(f"{name}/{dist.get_rank()}", "1")
+    store.wait([f"{name}/{r}" for r in range(dist.get_world_size())])
 
 
 # ----------------------------------------------------------------------------------------
-# Snippet 1: the two-rank example
+# Snippet 1: "isend tensor1 to 1, irecv from 0"
 # ----------------------------------------------------------------------------------------
 
-def example1_as_written(rank, world_size):
-    """Snippet 1 as written. Every rank runs the same lines, with the same peers."""
-    tensor1 = torch.arange(4.0) + 10 * rank    # what this rank wants to send
-    tensor2 = torch.zeros(4)                    # where it wants the other rank's data
-    ops = [
-        dist.P2POp(dist.isend, tensor1, 1),     # rank 1 sends to ITSELF
-        dist.P2POp(dist.irecv, tensor2, 0),     # rank 0 receives from ITSELF
-    ]
+def snippet1_as_written(rank, world_size):
+    """Snippet 1 as it circulates. Every rank runs these same lines."""
+    tensor1 = torch.randn(5)            # the data to send
+    tensor2 = torch.randn(3)            # the data to receive, says the text
+    ops = [dist.P2POp(dist.isend, tensor1, 1),
+           dist.P2POp(dist.irecv, torch.empty_like(tensor2), 0)]
     reqs = dist.batch_isend_irecv(ops)
-    for req in reqs:
-        req.wait()
+    reqs[1].wait()
+    # ... "now process tensor2"
     return tensor2
 
 
-def example1_fixed(rank, world_size):
-    """The fix: peers depend on the rank. Send to the next rank, receive from the previous
-    one (for 2 ranks both are "the other rank"); then wait for every request."""
-    tensor1 = torch.arange(4.0) + 10 * rank
-    tensor2 = torch.zeros(4)
-    ops = [
-        dist.P2POp(dist.isend, tensor1, (rank + 1) % world_size),
-        dist.P2POp(dist.irecv, tensor2, (rank - 1) % world_size),
-    ]
-    for req in dist.batch_isend_irecv(ops):
-        req.wait()
-    return tensor2
+def snippet1_with_fixes(rank, world_size, fixes=()):
+    """Snippet 1 with some of its fixes (two ranks):
+        "peers": send to and receive from the other rank, not the constants 1 and 0;
+        "size":  receive into a buffer of the size the peer sends (5), not tensor2's (3).
+    Returns what the notebook checks: what was sent, whether tensor2 changed, what landed
+    in the receive buffer, and which requests the snippet's lines waited for."""
+    peer_to, peer_from = (1 - rank, 1 - rank) if "peers" in fixes else (1, 0)
+    tensor1 = torch.randn(5)
+    tensor2 = torch.randn(3)
+    before = tensor2.clone()
+    with recording() as events:                 # the snippet's own lines
+        ops = [dist.P2POp(dist.isend, tensor1, peer_to),
+               dist.P2POp(dist.irecv, torch.empty_like(tensor1 if "size" in fixes else tensor2),
+                          peer_from)]
+        reqs = dist.batch_isend_irecv(ops)
+        reqs[1].wait()
+    report = {"sent": tensor1, "tensor2_unchanged": torch.equal(tensor2, before),
+              "received": ops[1].tensor.clone(), "works": len(reqs),
+              "waited_for": [e.label for e in events if e.op == "wait"]}
+    reqs[0].wait()      # not in the snippet: a send nobody waits for can be lost (notebook)
+    return report
+
+
+def dropped_send(rank, world_size):
+    """What becomes of a send nobody waits for. Rank 0 posts an isend to rank 1 and drops
+    the request (as a function that returns without waiting does); only then (the store
+    orders it, not luck) does rank 1 post its receive and wait for it."""
+    if rank == 0:
+        req = dist.isend(torch.ones(3), dst=1)
+        del req
+        store_barrier("dropped")
+        return "rank 0 dropped its send request"
+    store_barrier("dropped")
+    got = torch.zeros(3)
+    dist.irecv(got, src=0).wait()
+    return got.tolist()
+
+
+def snippet1_fixed(rank, world_size):
+    """All fixes: lesson 04's exchange_batched (the peer from the rank, a buffer of the
+    message's size that the caller gets back, every request waited). Two ranks."""
+    tensor1 = torch.randn(5)
+    return tensor1, exchange_batched(tensor1, 1 - rank)
 
 
 # ----------------------------------------------------------------------------------------
@@ -59,8 +104,8 @@ def example1_fixed(rank, world_size):
 # ----------------------------------------------------------------------------------------
 
 def ring_all_reduce_as_written(tensor):
-    """Snippet 2 as written: one shift around the ring, in and out of the same tensor,
-    then a barrier. (It is not an all-reduce; see the notebook.)"""
+    """Snippet 2 as it circulates: one shift around the ring, in and out of the same
+    tensor, then a barrier."""
     rank = dist.get_rank()
     world_size = dist.get_world_size()
     send_op = dist.P2POp(dist.isend, tensor, (rank + 1) % world_size)
@@ -68,25 +113,6 @@ def ring_all_reduce_as_written(tensor):
     reqs = dist.batch_isend_irecv([send_op, recv_op])
     dist.barrier()
     return tensor
-
-
-def ring_as_written_worker(rank, world_size):
-    """Rank r holds r + 1 and runs snippet 2's lines, plus one probe. Returns (value,
-    expected sum, whether the requests reported completion right after the barrier)."""
-    tensor = torch.tensor([rank + 1.0])
-    expected = torch.tensor([rank + 1.0])
-    dist.all_reduce(expected)                   # the right answer, for comparison
-    # The snippet's lines; the snippet drops its requests, so to look at them we keep
-    # them and add one probe: is_completed() right after the barrier.
-    send_op = dist.P2POp(dist.isend, tensor, (rank + 1) % world_size)
-    recv_op = dist.P2POp(dist.irecv, tensor, (rank - 1 + world_size) % world_size)
-    reqs = dist.batch_isend_irecv([send_op, recv_op])
-    dist.barrier()
-    completed = [req.is_completed() for req in reqs]
-    value = tensor.item()
-    for req in reqs:        # tidy up before the group is destroyed (not in the snippet)
-        req.wait()
-    return value, expected.item(), completed
 
 
 def ring_snippet_outcome(rank, world_size):
@@ -123,166 +149,18 @@ def same_buffer_slow_motion(rank, world_size):
     return None
 
 
-def barrier_is_not_wait(rank, world_size):
-    """Rank 0 isends to rank 1; rank 1 receives it with a blocking recv (so the data has
-    certainly arrived); both call barrier. Rank 0 returns is_completed() of its request
-    before and after wait()."""
-    if rank == 0:
-        req = dist.isend(torch.arange(3.0), dst=1)
-        dist.barrier()
-        before = req.is_completed()
-        req.wait()
-        return before, req.is_completed()
-    got = torch.zeros(3)
-    dist.recv(got, src=0)
-    dist.barrier()
-    return got.tolist()
+def snippet2_fixed_shift(rank, world_size):
+    """Fix 1: a separate receive buffer and wait() (lesson 03's safe_ring_shift)."""
+    return safe_ring_shift(torch.tensor([rank + 1.0])).item()
 
 
-@exercise
-def fixed_ring_all_reduce(tensor):
-    """Sum `tensor` over all ranks of the default group, in place, and return it: the
-    result `dist.all_reduce(tensor)` would give (exactly for integer dtypes, to rounding
-    for floating point). Any shape, any dtype, any world size >= 1. Only point-to-point
-    ops (`P2POp`/`batch_isend_irecv`, `isend`/`irecv`): no collectives.
-
-    Fix snippet 2's three defects:
-      * receive into a separate buffer, never the tensor being sent;
-      * `wait()` on every request before reading or reusing a buffer (no barrier);
-      * one shift moves data, it does not add: do world_size - 1 shifts, passing on what
-        you received and adding it to an accumulator.
-
-    Hint: keep `acc = tensor.clone()` and `outgoing = tensor.clone()`; in each step send
-    `outgoing` to rank + 1 and receive `incoming = torch.empty_like(tensor)` from rank - 1
-    in one batch, wait, `acc += incoming`, `outgoing = incoming`. Finally `tensor.copy_(acc)`.
-    """
-    raise todo("notebook 08, 'Exercise: fix the ring'")
-
-
-def ring_fixed_worker(rank, world_size, numel=6, dtype="float32"):
-    """Rank r holds a seeded tensor; returns (fixed_ring_all_reduce result, all_reduce result)."""
-    dt = getattr(torch, dtype)
-    g = torch.Generator().manual_seed(100 + rank)
-    data = torch.randint(-50, 50, (numel,), generator=g).to(dt)
-    if dt.is_floating_point:
-        data = data / 8
-    expected = data.clone()
-    dist.all_reduce(expected)
-    got = fixed_ring_all_reduce(data)
-    return got, expected
-
-
-def fixed_ring_integers(rank, world_size):
-    """Rank r holds r + 1 (as in snippet 2); the fixed ring returns the sum on every rank."""
-    return fixed_ring_all_reduce(torch.tensor([rank + 1])).item()
-
-
-# ----------------------------------------------------------------------------------------
-# Snippet 3: "all-to-all gradient averaging"
-# ----------------------------------------------------------------------------------------
-
-def average_gradients_as_written(model):
-    """Snippet 3 as written: every rank loops over every ordered pair (i, j) of ranks."""
-    world_size = dist.get_world_size()
-    rank = dist.get_rank()
-    for param in model.parameters():
-        grads = [torch.empty_like(param.grad) for _ in range(world_size)]
-        grads[rank] = param.grad
-        ops = []
-        for i in range(world_size):
-            for j in range(world_size):
-                if i == j:
-                    continue
-                if i == rank:
-                    ops.append(dist.P2POp(dist.isend, grads[rank], j))
-                else:
-                    ops.append(dist.P2POp(dist.irecv, grads[i], i))
-        dist.batch_isend_irecv(ops)
-        param.grad = sum(grads) / world_size
-
-
-def make_model_and_grads(rank, in_features=4, out_features=3, batch=8):
-    """The same model on every rank (seed 0), gradients from this rank's own data."""
-    torch.manual_seed(0)
-    model = nn.Linear(in_features, out_features)
-    g = torch.Generator().manual_seed(1000 + rank)
-    x = torch.randn(batch, in_features, generator=g)
-    y = torch.randn(batch, out_features, generator=g)
-    nn.functional.mse_loss(model(x), y).backward()
-    return model, x, y
-
-
-def true_mean_gradients(model, world_size):
-    """The right answer, with the built-in collective: all_reduce(SUM) then / world_size."""
-    means = []
-    for p in model.parameters():
-        t = p.grad.detach().clone()
-        dist.all_reduce(t)
-        means.append(t / world_size)
-    return means
-
-
-def store_barrier(name):
-    """Wait until every rank got here, through the rendezvous store, not through gloo.
-
-    After snippet 3 a gloo barrier would hang (see the notebook); the store still works.
-    """
-    store = dist.distributed_c10d._get_default_store()
-    store.set(f"{name}/{dist.get_rank()}", "1")
-    store.wait([f"{name}/{r}" for r in range(dist.get_world_size())])
-
-
-def all_to_all_as_written_worker(rank, world_size):
-    """Run snippet 3 unchanged; report per parameter whether the result is the true mean."""
-    model, _, _ = make_model_and_grads(rank)
-    expected = true_mean_gradients(model, world_size)
-    average_gradients_as_written(model)
-    got = [p.grad.clone() for p in model.parameters()]
-    # (The launcher keeps a rank that returned alive until every rank has returned, so a
-    # fast rank cannot close its connections while a peer is still posting its ops.)
-    return {
-        "equals_true_mean": [bool(torch.allclose(g, e)) for g, e in zip(got, expected)],
-        "max_abs": max(g.abs().max().item() for g in got),
-    }
-
-
-def all_to_all_then_barrier(rank, world_size):
-    """Snippet 3, then the next thing a training step does: any collective (here barrier)."""
-    model, _, _ = make_model_and_grads(rank)
-    average_gradients_as_written(model)
-    dist.barrier()
-    return "barrier passed"
-
-
-def average_gradients_as_written_but_waiting(model):
-    """Snippet 3 with one change: it keeps its requests and waits for them."""
-    world_size = dist.get_world_size()
-    rank = dist.get_rank()
-    for param in model.parameters():
-        grads = [torch.empty_like(param.grad) for _ in range(world_size)]
-        grads[rank] = param.grad
-        ops = []
-        for i in range(world_size):
-            for j in range(world_size):
-                if i == j:
-                    continue
-                if i == rank:
-                    ops.append(dist.P2POp(dist.isend, grads[rank], j))
-                else:
-                    ops.append(dist.P2POp(dist.irecv, grads[i], i))
-        for req in dist.batch_isend_irecv(ops):       # the only change
-            req.wait()
-        param.grad = sum(grads) / world_size
-
-
-def all_to_all_waiting_worker(rank, world_size):
-    model, _, _ = make_model_and_grads(rank)
-    average_gradients_as_written_but_waiting(model)
-    return "done"
+def snippet2_fixed_sum(rank, world_size):
+    """Fix 2: W - 1 shifts that add what arrives (lesson 05's pass-along ring)."""
+    return pass_along_all_reduce(torch.tensor([rank + 1.0])).item()
 
 
 def dropped_request(rank, world_size, keep=False, then_barrier=True):
-    """What happens to a request nobody keeps (snippet 3 drops all of its requests).
+    """What becomes of a receive nobody keeps (snippets 2 and 3 drop their requests).
 
     Rank 0 posts `irecv` from rank 1 and, with keep=False, drops the request at once.
     Only then (the rendezvous store orders it, not luck) rank 1 sends and waits for its
@@ -308,59 +186,161 @@ def dropped_request(rank, world_size, keep=False, then_barrier=True):
     return received.tolist() if rank == 0 else None
 
 
-def average_gradients_fixed(model):
-    """Snippet 3 fixed: every param.grad becomes the mean over ranks, as DDP computes it.
+# ----------------------------------------------------------------------------------------
+# Snippet 3: "all-to-all gradient averaging"
+# ----------------------------------------------------------------------------------------
 
-    Per parameter, one batch in which this rank sends its gradient to every other rank
-    and receives every other rank's gradient into a buffer of its own; waits for all of
-    them; then adds the W gradients in rank order (so every rank adds in the same order
-    and gets bitwise the same mean).
-    """
-    world_size, rank = dist.get_world_size(), dist.get_rank()
-    for param in model.parameters():
-        if param.grad is None:      # frozen or unused: skipped (the same on every rank)
-            continue
-        grad = param.grad.contiguous()
-        received = [grad if peer == rank else torch.empty_like(grad)
-                    for peer in range(world_size)]
-        ops = []
-        for peer in range(world_size):
-            if peer != rank:
-                ops.append(dist.P2POp(dist.isend, grad, peer))
-                ops.append(dist.P2POp(dist.irecv, received[peer], peer))
-        for req in dist.batch_isend_irecv(ops) if ops else []:
+def average_gradients_as_written(model):
+    """Snippet 3 as it circulates: one op list for the whole model."""
+    world_size = dist.get_world_size()
+    rank = dist.get_rank()
+    params = list(model.parameters())
+    grads = [p.grad for p in params]
+    recv_grads = [torch.empty_like(g) for g in grads]
+    ops = []
+    for i in range(world_size):
+        for j in range(world_size):
+            if i != j:
+                if rank == i:
+                    ops.append(dist.P2POp(dist.isend, grads[j], j))
+                else:
+                    ops.append(dist.P2POp(dist.irecv, recv_grads[j], i))
+    reqs = dist.batch_isend_irecv(ops)
+    dist.barrier()                      # synchronise before averaging
+    for k in range(len(grads)):
+        grads[k] /= world_size
+        grads[k].add_(recv_grads[k])
+    for param, grad in zip(params, grads):
+        param.grad = grad
+
+
+def average_gradients_with_fixes(model, fixes=()):
+    """Snippet 3 with some of its fixes:
+        "index": for every pair, every parameter's gradient (grads[k] for each k), never
+                 grads[j] with j a rank;
+        "wait":  wait() for every request instead of the barrier."""
+    world_size = dist.get_world_size()
+    rank = dist.get_rank()
+    params = list(model.parameters())
+    grads = [p.grad for p in params]
+    recv_grads = [torch.empty_like(g) for g in grads]
+    ops = []
+    for i in range(world_size):
+        for j in range(world_size):
+            if i != j:
+                for k in (range(len(grads)) if "index" in fixes else [j]):
+                    if rank == i:
+                        ops.append(dist.P2POp(dist.isend, grads[k], j))
+                    else:
+                        ops.append(dist.P2POp(dist.irecv, recv_grads[k], i))
+    reqs = dist.batch_isend_irecv(ops)
+    if "wait" in fixes:
+        for req in reqs:
             req.wait()
-        total = received[0].clone()
-        for buf in received[1:]:
-            total += buf
-        param.grad = total / world_size
+    else:
+        dist.barrier()
+    for k in range(len(grads)):
+        grads[k] /= world_size
+        grads[k].add_(recv_grads[k])
+    for param, grad in zip(params, grads):
+        param.grad = grad
 
 
-def all_to_all_fixed_vs_ddp(rank, world_size):
-    """Fixed snippet 3 vs DDP on the same model and data: (max |difference|, allclose)."""
-    model, x, y = make_model_and_grads(rank)
-    average_gradients_fixed(model)
-    ours = [p.grad.clone() for p in model.parameters()]
+# The same model on every rank: "linear" has 2 parameters, "mlp" 4 of different shapes.
+MODELS = {"linear": lambda: nn.Linear(4, 3),
+          "mlp": lambda: nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))}
 
+
+def make_model_and_grads(rank, name="mlp"):
+    """Model `name` (seed 0: the same weights on every rank), gradients from this rank's
+    own batch. Returns (model, x, y)."""
     torch.manual_seed(0)
-    ddp = DDP(nn.Linear(x.shape[1], y.shape[1]))
+    model = MODELS[name]()
+    g = torch.Generator().manual_seed(1000 + rank)
+    x, y = torch.randn(8, 4, generator=g), torch.randn(8, 3, generator=g)
+    nn.functional.mse_loss(model(x), y).backward()
+    return model, x, y
+
+
+def made_of(new, own, everyone, world_size):
+    """What an "averaged" gradient is made of, in words the notebook prints."""
+    if torch.allclose(new, torch.stack(everyone).mean(0)):
+        return "the mean"
+    rest = new - own / world_size
+    if any(torch.allclose(rest, g) for g in everyone if not torch.equal(g, own)):
+        return "own/W + one other rank's gradient, unscaled"
+    return "own/W + memory nobody wrote"
+
+
+def snippet3_run(rank, world_size, name, fixes=None):
+    """Run snippet 3 (as written, or `average_gradients_with_fixes(model, fixes)`) on
+    model `name`. Returns, per parameter, what its new gradient is made of; whether the
+    tensors it sent were changed in place; and the calls the snippet made."""
+    model, _, _ = make_model_and_grads(rank, name)
+    own = [p.grad.clone() for p in model.parameters()]
+    everyone = []
+    for g in own:                       # every rank's gradients, to name what comes out
+        everyone.append([torch.empty_like(g) for _ in range(world_size)])
+        dist.all_gather(everyone[-1], g)
+    sent = [p.grad for p in model.parameters()]
+    with recording() as events:
+        if fixes is None:
+            average_gradients_as_written(model)
+        else:
+            average_gradients_with_fixes(model, fixes)
+    return {"made_of": [made_of(p.grad, o, e, world_size)
+                        for p, o, e in zip(model.parameters(), own, everyone)],
+            "sent_changed_in_place": all(p.grad is s and not torch.equal(s, o)
+                                         for p, s, o in zip(model.parameters(), sent, own)),
+            "calls": [e.op for e in events]}
+
+
+@exercise
+def fixed_average_gradients(model):
+    """Snippet 3, fixed: replace every `param.grad` of `model` with its mean over all ranks
+    (what DDP computes), with point-to-point ops only.
+
+    Contract:
+      * ONE dist.batch_isend_irecv for the whole model: every rank sends each of its
+        gradients to every other rank, and receives each other rank's gradients into
+        fresh buffers (one per peer and parameter);
+      * wait() for every request the batch returns (no barrier) before reading a receive
+        buffer or changing a gradient that is being sent;
+      * then average: (your gradient + the W - 1 you received) / W, per parameter;
+      * the parameters themselves are not touched, only their .grad. Every parameter has a
+        gradient, of the same shape on every rank. Any world size >= 1 (with one rank
+        there is nothing to send, and batch_isend_irecv([]) raises IndexError);
+      * returns None.
+
+    Hint: loop over the other ranks, and inside over the gradients: an isend of the
+    gradient and an irecv into torch.empty_like(gradient). Two ranks' messages match in
+    the order they were posted (FIFO), so post them in the same parameter order on every
+    rank.
+    """
+    raise todo("notebook 08, 'Exercise: fix snippet 3'")
+
+
+def fixed_vs_ddp(rank, world_size, name="mlp"):
+    """fixed_average_gradients vs DDP on the same model and data: allclose per parameter."""
+    model, x, y = make_model_and_grads(rank, name)
+    fixed_average_gradients(model)
+    torch.manual_seed(0)
+    ddp = DDP(MODELS[name]())
     nn.functional.mse_loss(ddp(x), y).backward()
-    theirs = [p.grad.clone() for p in ddp.parameters()]
-    diff = max((a - b).abs().max().item() for a, b in zip(ours, theirs))
-    return diff, all(bool(torch.allclose(a, b, atol=1e-6)) for a, b in zip(ours, theirs))
+    return all(torch.allclose(p.grad, q.grad, atol=1e-6)
+               for p, q in zip(model.parameters(), ddp.parameters()))
 
 
 # ----------------------------------------------------------------------------------------
 
 def demo(rank, world_size):
-    """Lesson 08 demo: rank r holds r + 1; the fixed ring (W - 1 shifts) returns the sum."""
+    """Lesson 08 demo: snippet 3, fixed, against DDP."""
     try:
-        return fixed_ring_integers(rank, world_size)
+        return f"fixed snippet 3 equals DDP's gradients: {fixed_vs_ddp(rank, world_size)}"
     except NotImplementedError:
         # Every rank raises before any communication, so all fall back together.
-        got = example1_fixed(rank, world_size)
-        return ("fixed_ring_all_reduce is not written yet (the exercise); fixed snippet 1 "
-                f"received {got.tolist()}")
+        return ("fixed_average_gradients is not written yet (the exercise); the pass-along "
+                f"ring summed ranks 1..{world_size}: {snippet2_fixed_sum(rank, world_size):g}")
 
 
 if __name__ == "__main__":

@@ -3,22 +3,23 @@ import torch
 import torch.distributed as dist
 
 
-def fixed_ring_all_reduce(tensor):
-    """world_size - 1 shifts around the ring; each step sends what arrived in the previous
-    one into a fresh buffer, waits, and adds it up. In place; returns `tensor`."""
+def fixed_average_gradients(model):
+    """One batch: to every other rank, an isend of each gradient and an irecv into a fresh
+    buffer, in parameter order (two ranks' messages match FIFO); wait for all; average."""
     world_size, rank = dist.get_world_size(), dist.get_rank()
-    if world_size == 1:
-        return tensor
-    nxt, prev = (rank + 1) % world_size, (rank - 1) % world_size
-    acc = tensor.clone()
-    outgoing = tensor.contiguous().clone()
-    for _ in range(world_size - 1):
-        incoming = torch.empty_like(outgoing)
-        reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, outgoing, nxt),
-                                       dist.P2POp(dist.irecv, incoming, prev)])
-        for req in reqs:
-            req.wait()
-        acc += incoming
-        outgoing = incoming
-    tensor.copy_(acc)
-    return tensor
+    params = list(model.parameters())
+    grads = [p.grad for p in params]
+    peers = [peer for peer in range(world_size) if peer != rank]
+    received = {peer: [torch.empty_like(g) for g in grads] for peer in peers}
+    ops = []
+    for peer in peers:
+        for grad, buf in zip(grads, received[peer]):
+            ops.append(dist.P2POp(dist.isend, grad, peer))
+            ops.append(dist.P2POp(dist.irecv, buf, peer))
+    for req in dist.batch_isend_irecv(ops) if ops else []:
+        req.wait()
+    for k, param in enumerate(params):
+        total = grads[k].clone()
+        for peer in peers:
+            total += received[peer][k]
+        param.grad = total / world_size
