@@ -10,13 +10,10 @@ Four exercises, each one `batch_isend_irecv` pattern with the contract of the
 
 The worker functions below run them next to the built-ins on real gloo workers: do the
 results match (`check_against_builtins`), how long does each take (`time_collectives`),
-and the "which approach when" table with numbers measured on this machine
-(`approaches`).
+and the other rows of the "which approach when" table, measured on this machine
+(`approaches`). Tables and plots of the results: labs.views.collectives.
 """
 from __future__ import annotations
-
-import statistics
-import time
 
 import torch
 import torch.distributed as dist
@@ -25,6 +22,7 @@ from torch.nn.parallel import DistributedDataParallel
 from labs.harness import cli
 from labs.harness.exercises import exercise, todo
 from labs.gradients import average_gradients_all_reduce, plan_buckets
+from labs.measure import time_on_ranks
 
 OPS = ("broadcast", "gather", "all_gather", "all_to_all")
 
@@ -54,8 +52,9 @@ def p2p_gather(tensor, dst):
 
     Contract: every rank passes a contiguous tensor of the same shape and dtype (any
     dtype). On `dst`, returns a list of `world_size` new tensors, element r a copy of rank
-    r's `tensor`; on the other ranks, returns None. `tensor` itself is not modified.
-    Works for any world size, including 1.
+    r's `tensor` (element dst too: a copy, never `tensor` itself); on the other ranks,
+    returns None. `tensor` itself is not modified. Works for any world size, including 1.
+    Uses P2POp + batch_isend_irecv only.
 
     Hint: `dst` allocates the list and posts one irecv per other rank into its slot; the
     others post one isend. Its own slot is a local copy: gloo cannot send to itself.
@@ -69,7 +68,8 @@ def p2p_all_gather(tensor):
 
     Contract: every rank passes a contiguous tensor of the same shape and dtype (any
     dtype). Returns a list of `world_size` new tensors in rank order (element r = rank r's
-    `tensor`) on every rank; `tensor` is not modified. Any world size, including 1.
+    `tensor`, your own a copy) on every rank; `tensor` is not modified. Any world size,
+    including 1. Uses P2POp + batch_isend_irecv only, and only with ranks +-1.
     The ring: W-1 steps; in each step a rank sends one slot to rank+1 and receives one
     slot from rank-1, in ONE batch_isend_irecv, and waits for both before the next step.
 
@@ -87,8 +87,9 @@ def p2p_all_to_all(outputs, inputs):
     Contract: `inputs` and `outputs` are lists of `world_size` contiguous tensors; the
     sizes may differ per peer, but `outputs[j]` on rank i must have the size and dtype of
     `inputs[i]` on rank j (as with the built-in; gloo does not check, see lesson 04).
-    Fills `outputs` in place and returns it; `inputs` is not modified. ONE
-    batch_isend_irecv for the whole exchange. Any world size, including 1.
+    Fills the caller's tensors in `outputs` in place (never puts other tensors in the
+    list: the caller holds those tensors) and returns `outputs`; `inputs` is not
+    modified. ONE batch_isend_irecv for the whole exchange. Any world size, including 1.
 
     Hint: the rank's own slot is a local copy; for every other rank post an isend of
     `inputs[peer]` and an irecv into `outputs[peer]`.
@@ -162,25 +163,6 @@ def run_builtin(op, tensor, root=0):
     raise ValueError(f"unknown op {op!r}; one of {OPS}")
 
 
-def timed(fn, reps, trials=3):
-    """Seconds per call of `fn()` as the slowest rank saw it; median of `trials` runs.
-
-    A barrier lines the ranks up before each trial; the trial time is the max over ranks
-    (a collective is finished when its last rank is).
-    """
-    fn()   # warm up: first use of a pair opens connections, allocators warm up
-    per_call = []
-    for _ in range(trials):
-        dist.barrier()
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        t = torch.tensor([(time.perf_counter() - t0) / reps], dtype=torch.float64)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        per_call.append(t.item())
-    return statistics.median(per_call)
-
-
 # ---------------------------------------------------------------------------------------
 # Worker functions the notebook launches
 # ---------------------------------------------------------------------------------------
@@ -224,14 +206,17 @@ def check_against_builtins(rank, world_size, cases):
     return verdict
 
 
-def time_collectives(rank, world_size, numel, reps=10):
-    """Seconds per call of each P2P op and its built-in, float32 tensors of `numel`."""
+def time_collectives(rank, world_size, numel, reps=5):
+    """Seconds of one call of each P2P op and of its built-in, on float32 tensors of
+    `numel`: {op: {"p2p": [seconds], "builtin": [seconds]}}, `reps` interleaved
+    repetitions after a warm-up, the slowest rank's time (labs.measure.time_on_ranks)."""
     x = sample(rank, (numel,), torch.float32)
-    out = {}
+    calls = {}
     for op in OPS:
-        out[op] = {"p2p": timed(lambda: run_p2p(op, x), reps),
-                   "builtin": timed(lambda: run_builtin(op, x), reps)}
-    return out
+        calls[(op, "p2p")] = lambda op=op: run_p2p(op, x)
+        calls[(op, "builtin")] = lambda op=op: run_builtin(op, x)
+    seconds = time_on_ranks(calls, reps)
+    return {op: {kind: seconds[(op, kind)] for kind in ("p2p", "builtin")} for op in OPS}
 
 
 def ring_shift(tensor):
@@ -288,7 +273,6 @@ def traced_all_gather(rank, world_size, numel=4096):
 # ---------------------------------------------------------------------------------------
 
 TABLE_KEYS = ("compute only, no sync", "DDP", "DDP, small buckets", "all_reduce per grad",
-              "broadcast", "p2p_broadcast", "gather", "p2p_gather",
               "ring shift, batch_isend_irecv", "ring shift by all_gather")
 
 
@@ -299,8 +283,8 @@ def make_mlp(width, seed=0):
                                torch.nn.Linear(width, width))
 
 
-def _time_training(net, sync, batch, width, rank, reps):
-    """Seconds per training step (forward, backward, `sync(model)`, SGD step)."""
+def _training_step(net, sync, batch, width, rank):
+    """One training step (forward, backward, `sync(model)`, SGD step) as a function."""
     opt = torch.optim.SGD(net.parameters(), lr=0.01)
     g = torch.Generator().manual_seed(rank)
     x, y = torch.randn(batch, width, generator=g), torch.randn(batch, width, generator=g)
@@ -310,36 +294,32 @@ def _time_training(net, sync, batch, width, rank, reps):
         torch.nn.functional.mse_loss(net(x), y).backward()
         sync(net)
         opt.step()
-    return timed(step, reps)
+    return step
 
 
-def approaches(rank, world_size, width=256, batch=32, reps=3):
-    """Measure every row of the "which approach when" table on one payload.
+def approaches(rank, world_size, width=256, batch=32, reps=5):
+    """Measure the rows of the "which approach when" table that lesson 07's section 3 does
+    not already measure, all interleaved in one `time_on_ranks`.
 
-    The payload: the parameters (= gradients) of a 3-layer `width` x `width` MLP. Training
-    rows time a whole step (forward, backward, gradient averaging, SGD); data rows time
-    one call moving that payload (gather: 16 floats per rank, a metric). Returns
-    {"bytes": payload, "seconds": {row: seconds}, "same_weights": DDP, DDP with small
-    buckets and by-hand all_reduce trained to the same weights (allclose)}.
+    Training rows time a whole step of a 3-layer `width` x `width` MLP (forward, backward,
+    gradient averaging, SGD); the ring-shift rows move the MLP's parameters one rank on.
+    Returns {"bytes": the payload, "seconds": {row: [seconds per repetition]},
+    "buckets": buckets per step of each DDP, "same_weights": DDP, DDP with small buckets
+    and by-hand all_reduce took the same steps to the same weights (allclose)}.
     """
     nbytes = sum(p.numel() * p.element_size() for p in make_mlp(width).parameters())
     payload = torch.cat([p.detach().reshape(-1) for p in make_mlp(width).parameters()])
-    metric = torch.randn(16)
-    s = {}
     nets = {"compute only, no sync": make_mlp(width),
             "DDP": DistributedDataParallel(make_mlp(width)),
             "DDP, small buckets": DistributedDataParallel(
                 make_mlp(width), bucket_cap_mb=nbytes / 8 / 2**20),
             "all_reduce per grad": make_mlp(width)}
-    for row, net in nets.items():
-        sync = average_gradients_all_reduce if row == "all_reduce per grad" else (lambda m: None)
-        s[row] = _time_training(net, sync, batch, width, rank, reps)
-    s["broadcast"] = timed(lambda: dist.broadcast(payload, 0), reps)
-    s["p2p_broadcast"] = timed(lambda: p2p_broadcast(payload, 0), reps)
-    s["gather"] = timed(lambda: run_builtin("gather", metric), reps)
-    s["p2p_gather"] = timed(lambda: run_p2p("gather", metric), reps)
-    s["ring shift, batch_isend_irecv"] = timed(lambda: ring_shift(payload), reps)
-    s["ring shift by all_gather"] = timed(lambda: shift_by_all_gather(payload), reps)
+    calls = {row: _training_step(net, average_gradients_all_reduce if row == "all_reduce per grad"
+                                 else (lambda m: None), batch, width, rank)
+             for row, net in nets.items()}
+    calls["ring shift, batch_isend_irecv"] = lambda: ring_shift(payload)
+    calls["ring shift by all_gather"] = lambda: shift_by_all_gather(payload)
+    seconds = time_on_ranks(calls, reps)
     weights = {row: torch.cat([p.detach().reshape(-1) for p in net.parameters()])
                for row, net in nets.items() if row != "compute only, no sync"}
     same = all(torch.allclose(w, weights["DDP"], atol=1e-6) for w in weights.values())
@@ -347,7 +327,7 @@ def approaches(rank, world_size, width=256, batch=32, reps=3):
     params = list(make_mlp(width).parameters())
     buckets = {"DDP": len(plan_buckets(params, 25 * 2**20, first_bucket_bytes=2**20)),
                "DDP, small buckets": len(plan_buckets(params, nbytes / 8))}
-    return {"bytes": nbytes, "seconds": s, "same_weights": same, "buckets": buckets}
+    return {"bytes": nbytes, "seconds": seconds, "same_weights": same, "buckets": buckets}
 
 
 def demo(rank, world_size):

@@ -71,7 +71,9 @@ def average_gradients_ring(model):
 
     Contract: as for average_gradients_all_to_all (None grads skipped, consistently
     across ranks; any world size including 1; returns None). Mixed dtypes: one flat
-    buffer per dtype (torch.cat needs one dtype), each ring-reduced in its own dtype.
+    buffer per dtype (torch.cat would promote float32 to float64), each ring-reduced in its
+    own dtype: one `ring_all_reduce` call per dtype (the grader records them), no
+    collective. Your lesson-05 ring must be solved first.
 
     Hint: `torch.cat([g.reshape(-1) for g in grads])`; afterwards
     `flat.split([g.numel() for g in grads])` gives the pieces back in order;
@@ -88,7 +90,8 @@ def average_gradients_bucketed(model, bucket_bytes):
     holds >= `bucket_bytes` (so a parameter bigger than a bucket gets a bucket of its
     own). `plan_buckets(params, bucket_bytes)` below computes exactly that plan.
 
-    Contract: as for average_gradients_ring; `bucket_bytes` > 0.
+    Contract: as for average_gradients_ring; `bucket_bytes` > 0. One `ring_all_reduce`
+    call per bucket, in the plan's order (the grader compares its calls with the plan).
 
     Hint: `for bucket in plan_buckets([p for p in model.parameters() if p.grad is not
     None], bucket_bytes):` flatten that bucket's grads, ring_all_reduce, divide, copy back.

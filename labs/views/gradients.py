@@ -1,5 +1,8 @@
-"""Notebook 06's trace readers: who sent how much, and a timeline without start-up."""
+"""Notebook 06's side: who sent how much, a timeline without start-up, the training runs'
+loss curves and time per step."""
 import dataclasses
+
+import matplotlib.pyplot as plt
 
 from labs.ring import bytes_sent
 
@@ -26,3 +29,50 @@ def traffic(events, world_size):
                     "sends": len(sends),
                     "bytes": bytes_sent(sends)})
     return out
+
+
+# ----------------------------------------------------------------------------------------
+# Training runs: loss curves and the time per step
+# ----------------------------------------------------------------------------------------
+
+# One colour per method, in every figure of the lesson.
+COLORS = {"all_to_all": "tab:purple", "ring": "tab:blue", "bucketed": "tab:cyan",
+          "all_reduce": "tab:green", "ddp": "black"}
+
+
+def plot_losses(losses, title):
+    """{method: [loss per step]}: one line per method; DDP's with markers."""
+    fig, ax = plt.subplots(figsize=(7, 3))
+    for m, curve in losses.items():
+        ax.plot(curve, label=m, color=COLORS.get(m), marker="o" if m == "ddp" else None,
+                markersize=3, alpha=0.8)
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss (global batch)")
+    ax.set_title(title, loc="left", fontsize=10)
+    ax.legend()
+    plt.show()
+
+
+def step_seconds(per_rank, warmup=1):
+    """{method: [seconds per step]} from compare_methods' results on every rank: per step
+    the slowest rank's time, the first `warmup` steps left out (first-call costs).
+    compare_methods runs the methods in turns, step by step: interleaved repetitions."""
+    methods = list(per_rank[0])
+    steps = len(per_rank[0][methods[0]]["step_s"])
+    return {m: [max(r[m]["step_s"][i] for r in per_rank) for i in range(warmup, steps)]
+            for m in methods}
+
+
+def plot_step_times(table, title):
+    """A Comparison (labs.harness.timing.compare): median per method, bar = range."""
+    names = list(table.spreads)
+    med = [table.spreads[n].median * 1e3 for n in names]
+    low = [m - table.spreads[n].low * 1e3 for m, n in zip(med, names)]
+    high = [table.spreads[n].high * 1e3 - m for m, n in zip(med, names)]
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(names) + 1))
+    ax.barh(names, med, xerr=[low, high], capsize=3,
+            color=[COLORS.get(n, "tab:gray") for n in names], alpha=0.8)
+    ax.invert_yaxis()
+    ax.set_xlabel("ms per training step: median, bar = range over the repetitions")
+    ax.set_title(title, loc="left", fontsize=10)
+    plt.show()

@@ -40,12 +40,30 @@ def test_ring_all_gather_trace_has_w_minus_1_batches():
 
 
 def test_time_collectives_and_approaches_return_every_row():
-    t = launch(lab.time_collectives, 2, args=(64, 1), quiet=True)[0]
-    assert set(t) == set(lab.OPS) and all(v["p2p"] > 0 and v["builtin"] > 0 for v in t.values())
-    a = launch(lab.approaches, 2, args=(32, 8, 1), quiet=True)[0]
+    t = launch(lab.time_collectives, 2, args=(64, 2), quiet=True)
+    assert t[0] == t[1], "every rank returns the slowest rank's times"
+    assert set(t[0]) == set(lab.OPS)
+    assert all(len(s) == 2 and min(s) > 0 for v in t[0].values() for s in v.values())
+    a = launch(lab.approaches, 2, args=(32, 8, 2), quiet=True)[0]
     assert set(a["seconds"]) == set(lab.TABLE_KEYS)
-    assert all(v > 0 for v in a["seconds"].values())
-    assert a["same_weights"] is True
+    assert all(len(s) == 2 and min(s) > 0 for s in a["seconds"].values())
+    assert a["same_weights"] is True and a["buckets"] == {"DDP": 1, "DDP, small buckets": 3}
+
+
+def test_approaches_table_has_a_computed_verdict_per_row():
+    import labs.views.collectives as view
+    fast, slow = [0.001] * 5, [0.003] * 5
+    seconds = {k: slow for k in lab.TABLE_KEYS} | {"compute only, no sync": fast}
+    costs = {op: {"p2p": fast, "builtin": [0.0011] * 5} for op in ("broadcast", "gather")}
+    use = dict.fromkeys(["DDP", "DDP with bucketing", "all_reduce", "broadcast", "gather",
+                         "batch_isend_irecv"], "x")
+    table = view.approaches_table({"seconds": seconds, "bytes": 10**6,
+                                   "buckets": {"DDP": 1, "DDP, small buckets": 3}}, costs, use)
+    rows = table.splitlines()[2:]
+    assert len(rows) == 6
+    assert "compute only, no sync is faster (3x, ranges apart)" in rows[0]
+    assert "within noise" in rows[1]
+    assert "p2p_broadcast is faster (1.1x, ranges apart)" in rows[3]
 
 
 def test_demo():

@@ -60,3 +60,9 @@ def test_one_step_message_pattern():
         for rank, t in enumerate(view.traffic(trace, 4)):
             assert (t["batches"], t["sends"], t["bytes"]) == (batches, sends, nbytes), \
                 (method, rank, t)
+
+
+def test_step_seconds_takes_the_slowest_rank_and_skips_warmup():
+    per_rank = [{"ring": {"step_s": [9.0, 1.0, 2.0]}, "ddp": {"step_s": [9.0, 3.0, 1.0]}},
+                {"ring": {"step_s": [0.0, 2.0, 1.0]}, "ddp": {"step_s": [0.0, 1.0, 4.0]}}]
+    assert view.step_seconds(per_rank) == {"ring": [2.0, 2.0], "ddp": [3.0, 4.0]}

@@ -88,6 +88,30 @@ def test_alpha_beta_fit_and_bandwidth_definitions():
         6 * (alpha + 1000 / beta))
 
 
+def rotation_order(rank, world_size, reps):
+    """Worker: the order in which time_on_ranks called three functions, and its result."""
+    from labs.measure import time_on_ranks
+    order = []
+    calls = {name: (lambda name=name: order.append(name)) for name in "abc"}
+    return order, time_on_ranks(calls, reps, warmup=1)
+
+
+def test_time_on_ranks_interleaves_and_agrees_across_ranks():
+    res = launch(rotation_order, 2, args=(5,), timeout=60, quiet=True)
+    order, seconds = res[0]
+    # warm-up round, then 5 rounds; each round every name once, the first one rotating
+    assert order[:9] == list("abc" "bca" "cab")
+    assert len(order) == 18 and all(sorted(order[i:i + 3]) == list("abc") for i in range(0, 18, 3))
+    assert seconds == res[1][1] and all(len(t) == 5 for t in seconds.values())
+
+
+def test_sample_variants_returns_every_repetition():
+    res = launch(lab.sample_variants, 2, args=(["ring", "all_reduce"], [4096], 5, 1),
+                 timeout=60, quiet=True)
+    assert res[0] == res[1] and list(res[0]) == [4096]
+    assert all(len(t) == 5 and min(t) > 0 for t in res[0][4096].values())
+
+
 def test_time_variants_and_ping_pong_run():
     res = launch(lab.time_variants, 2, args=(["ring", "all_reduce"], [4096, 65536], 2, 1),
                  timeout=60, quiet=True)
@@ -108,3 +132,15 @@ def test_bench_ring_prints_table(tmp_path):
     assert re.search(r"^\s*2\s+16 KiB\s+ring\s", text, re.M)
     assert "all_reduce" in text and "ring/all_reduce" in text
     assert (tmp_path / "ring.png").stat().st_size > 1000
+
+
+def test_sweep_table_and_verdicts(capsys):
+    import labs.views.ring as view
+    fast, slow = [0.001, 0.0011, 0.0012, 0.001, 0.001], [0.004, 0.0041, 0.0042, 0.004, 0.005]
+    measured = {2: {1024: {"ring": slow, "pipelined": slow, "all_reduce": fast}}}
+    view.print_sweep(measured, alpha=1e-4, beta=1e9)
+    view.print_verdicts(measured)
+    out = capsys.readouterr().out.splitlines()
+    assert re.match(r"\s*2\s+1 KiB\s", out[2])
+    assert out[-1] == ("2 ranks,   1 KiB: ring vs all_reduce: all_reduce is faster (4.1x, ranges "
+                       "apart); pipelined vs ring: within noise (their ranges overlap)")
