@@ -7,12 +7,30 @@
 """
 import os
 
+from xdist.scheduler import LoadFileScheduling
+
 # Your own copies of the lessons (make lab) are yours, not the course's tests.
 collect_ignore = ["notebooks/yours"]
 
 os.environ.setdefault("P2P_COURSE_SOLUTIONS", "1")
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")   # quiet ipykernel debugger
 os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+
+
+class _LoadFileLearnerRunsApart(LoadFileScheduling):
+    """`--dist loadfile`, except that each notebook's learner run (tests/notebooks/) is a
+    work unit of its own, so the two workers share them."""
+
+    def _split_scope(self, nodeid):
+        if nodeid.startswith("tests/notebooks/test_learner_run.py::"):
+            return nodeid
+        return super()._split_scope(nodeid)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") == "loadfile":
+        return _LoadFileLearnerRunsApart(config, log)
+    return None
 
 
 def pytest_addoption(parser):

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import statistics
-import time
 
 import torch
 import torch.distributed as dist

@@ -22,7 +22,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from labs.harness.calls import fifo_pairs, wrap_calls
-from labs.harness.stepper import step_slider
+from labs.harness.stepper import detached_axes, step_slider
 
 # One palette for every picture of the course: timelines and schedule drawings alike.
 COLORS = {"send": "tab:red", "isend": "tab:red", "recv": "tab:blue", "irecv": "tab:blue",
@@ -73,6 +73,20 @@ def _rows(events, end):
     return row_of, max(nrows, 1)
 
 
+def timeline_size(events) -> tuple:
+    """The figure size a timeline of these events gets (part of the figure's text repr,
+    which the notebook tests compare: keep it)."""
+    return (9, 0.7 + 0.6 * len(_Lanes(events).ranks))
+
+
+def timeline_figure(events, **kwargs):
+    """A timeline drawn on a figure outside pyplot (see stepper.detached_axes): for widget
+    callbacks. Display it with IPython.display.display."""
+    fig, ax = detached_axes(timeline_size(events))
+    timeline(events, ax=ax, **kwargs)
+    return fig
+
+
 def timeline(events, title="", ax=None, arrows=True, unit="ms", *, upto=None,
              highlight=None, labels=True, legend=True):
     """Draw a traced run; returns the matplotlib Axes.
@@ -85,8 +99,7 @@ def timeline(events, title="", ax=None, arrows=True, unit="ms", *, upto=None,
     if upto is not None:
         events = [e for e in events if e.t_post <= upto]
     if ax is None:
-        # This size is part of the figure's text repr, which nbval compares: keep it.
-        _, ax = plt.subplots(figsize=(9, 0.7 + 0.6 * len(lanes.ranks)))
+        _, ax = plt.subplots(figsize=timeline_size(events))
     picture = _Timeline(ax, lanes, events, unit, upto)
     never = False
     for e in events:
@@ -256,10 +269,10 @@ def scrub(events, title="", unit="ms"):
     if not steps:
         raise ValueError("the trace is empty: nothing to scrub through")
 
-    def draw(k):
+    def draw(k, ax):
         t, _, _, e = steps[k]
         timeline(events, title=title or f"step {k} of {len(steps) - 1}", upto=t, highlight=e,
-                 unit=unit)
+                 unit=unit, ax=ax)
 
     return step_slider(len(steps), draw, lambda k: f"step {k}: {describe_moment(steps[k], unit)}",
-                       play=True)
+                       figsize=timeline_size(events), play=True)

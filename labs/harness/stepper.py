@@ -6,13 +6,26 @@ moment) and `labs.harness.schedule.drawing.step_through` (a schedule's predictio
 from __future__ import annotations
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
+from IPython.display import display
+from matplotlib.figure import Figure
 
 
-def step_slider(count: int, draw, caption, *, value: int = 0, play: bool = False,
+def detached_axes(figsize) -> tuple:
+    """(figure, axes) that pyplot does not know about, for drawing inside a widget callback.
+
+    JupyterLab can handle another widget message on a second kernel thread while a callback
+    draws; after each message that thread runs the inline backend's end-of-cell hook, which
+    redraws and closes every *pyplot* figure: a pyplot figure drawn in a callback can be
+    sent half-drawn or blank. A figure outside pyplot is drawn once, by us, then displayed.
+    """
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots()
+
+
+def step_slider(count: int, draw, caption, *, figsize, value: int = 0, play: bool = False,
                 continuous_update: bool = True):
-    """A widget over steps 0..count-1: each move calls `draw(k)` (which draws one figure),
-    shows it and prints `caption(k)` under it. `play=True` adds a play button.
+    """A widget over steps 0..count-1: each move calls `draw(k, ax)` on a fresh figure of
+    `figsize`, shows it and prints `caption(k)` under it. `play=True` adds a play button.
     Returns the widget (display it)."""
     out = widgets.Output()
     last = max(count - 1, 0)
@@ -26,10 +39,11 @@ def step_slider(count: int, draw, caption, *, value: int = 0, play: bool = False
 
     def show(change=None):
         k = slider.value
+        fig, ax = detached_axes(figsize)
+        draw(k, ax)
         with out:
             out.clear_output(wait=True)
-            draw(k)
-            plt.show()
+            display(fig)
             print(caption(k))
 
     slider.observe(show, names="value")

@@ -2,13 +2,13 @@
 approach when" table, and the message-pattern explorer."""
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 from IPython.display import display
 from matplotlib.figure import Figure
 
 import labs.collectives as lab
 from labs import launch_exercise
 from labs.harness.plots import timeline
+from labs.harness.stepper import detached_axes
 from labs.harness.timing import compare
 
 COLORS = {"P2P (yours)": "tab:orange", "torch.distributed": "tab:green"}
@@ -31,7 +31,7 @@ def print_costs(costs):
 
 def plot_costs(costs, title):
     """Grouped bars per collective: medians, error bars = range over the repetitions."""
-    fig, ax = plt.subplots(figsize=(7, 2.8))
+    fig, ax = detached_axes((7, 2.8))
     tables = cost_tables(costs)
     for offset, (label, name) in zip((-0.2, 0.2), (("P2P (yours)", "P2P"),
                                                    ("torch.distributed", "built-in"))):
@@ -45,7 +45,7 @@ def plot_costs(costs, title):
     ax.set_ylabel("ms per call (median, bar = range)")
     ax.set_title(title, loc="left", fontsize=10)
     ax.legend()
-    plt.show()
+    display(fig)
 
 
 def short_verdict(table, a, b):

@@ -4,13 +4,13 @@ hang, error and corruption apart."""
 from dataclasses import dataclass
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 import torch
+from IPython.display import display
 
 from labs import HangError, WorkerError, launch, launch_exercise
 from labs.deadlocks import PATTERNS, explore_worker
 from labs.harness.gloo_text import gloo_message
-from labs.harness.plots import timeline
+from labs.harness.plots import timeline_figure
 
 
 def abort_reason(exc):
@@ -106,8 +106,7 @@ def explore(pattern, world_size=2, numel=10, pg_timeout=1.5, plot=True):
         print("error: WorkerError")
         print(exc.brief())
     if plot and events:
-        timeline(events, title=f"{pattern} ({outcome})")
-        plt.show()
+        display(timeline_figure(events, title=f"{pattern} ({outcome})"))
     return outcome
 
 

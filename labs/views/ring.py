@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import statistics
 
-import matplotlib.pyplot as plt
 from IPython.display import display
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
@@ -88,8 +87,8 @@ def print_verdicts(measured, pairs=(("ring", "all_reduce"), ("pipelined", "ring"
 def plot_sweep(measured, alpha, beta):
     """Top: busbw (log scale); bottom: time, with the ring's alpha-beta model. Markers are
     medians, bars the range of the repetitions."""
-    fig, axes = plt.subplots(2, len(measured), figsize=(5.5 * len(measured), 7),
-                             sharex=True, squeeze=False)
+    fig = Figure(figsize=(5.5 * len(measured), 7))      # outside pyplot: see detached_axes
+    axes = fig.subplots(2, len(measured), sharex=True, squeeze=False)
     for col, (p, by_size) in enumerate(measured.items()):
         sizes = list(by_size)
         top, bottom = axes[0][col], axes[1][col]
@@ -125,4 +124,4 @@ def plot_sweep(measured, alpha, beta):
             ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=8)
     fig.tight_layout()
-    plt.show()
+    display(fig)

@@ -23,6 +23,11 @@ from labs.harness.schedule.report import Report, check
 from labs.harness.stepper import step_slider
 
 
+def _size(sched, cells) -> tuple:
+    width = max(len(row) for row in cells.values()) or 1
+    return (min(2.0 + 1.25 * width, 16), 1.3 + 1.05 * sched.world_size)
+
+
 def draw(schedule, report: Report | None = None, ax=None, upto: int | None = None,
          title: str | None = None):
     """Ranks as lanes, calls in program order, matched pairs as arrows, the deadlock cycle
@@ -32,7 +37,7 @@ def draw(schedule, report: Report | None = None, ax=None, upto: int | None = Non
     cells, batches = _cells(sched)
     width = max(len(row) for row in cells.values()) or 1
     if ax is None:
-        _, ax = plt.subplots(figsize=(min(2.0 + 1.25 * width, 16), 1.3 + 1.05 * sched.world_size))
+        _, ax = plt.subplots(figsize=_size(sched, cells))
     picture = _Picture(sched, report, ax, upto)
     for r, row in cells.items():
         for cell in row:
@@ -55,9 +60,10 @@ def step_through(schedule, report: Report | None = None):
     sched = as_schedule(schedule)
     report = report if report is not None else check(sched)
     steps = report.steps
-    return step_slider(len(steps), lambda k: draw(sched, report, upto=k),
+    return step_slider(len(steps), lambda k, ax: draw(sched, report, ax=ax, upto=k),
                        lambda k: f"step {k}: {steps[k].text}" if steps else "no steps",
-                       value=len(steps) - 1, continuous_update=False)
+                       figsize=_size(sched, _cells(sched)[0]), value=len(steps) - 1,
+                       continuous_update=False)
 
 
 def _cells(sched: Schedule):
