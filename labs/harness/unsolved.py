@@ -13,16 +13,24 @@ from labs.harness.exercises import SOLUTIONS_ENV
 from labs.harness.launcher import launch
 from labs.harness.output import replay
 
-_UNSOLVED = re.compile(r"NotImplementedError: exercise (\w+) in (\S+) is not solved yet")
+# What an unsolved stub raises (labs.harness.exercises.todo), as it reads in a traceback.
+UNSOLVED = re.compile(r"NotImplementedError: exercise (\w+) in (\S+) is not solved yet")
 
 
 def unsolved_exercise(exc: WorkerError) -> tuple[str, str] | None:
     """(name, file) of the exercise whose stub made the workers fail, if that was the cause."""
     for cause in exc.causes.values():
-        found = _UNSOLVED.match(cause)
+        found = UNSOLVED.match(cause)
         if found:
             return found[1], found[2]
     return None
+
+
+def say_unsolved(name: str, file: str) -> None:
+    """The two lines a cell prints before it shows the reference result instead of yours."""
+    print(f"Exercise `{name}` ({file}) is not solved yet: below is the REFERENCE "
+          f"solution's result, not yours.")
+    print("Solve it, grade it with `make check`, then run this cell again to see your own.")
 
 
 def launch_exercise(fn, world_size: int = 2, args=(), timeout: float = 30.0, **kwargs):
@@ -35,10 +43,7 @@ def launch_exercise(fn, world_size: int = 2, args=(), timeout: float = 30.0, **k
         unsolved = unsolved_exercise(exc)
         if unsolved is None:
             raise
-        name, file = unsolved
-        print(f"Exercise `{name}` ({file}) is not solved yet: below is the REFERENCE "
-              f"solution's result, not yours.")
-        print("Solve it, grade it with `make check`, then run this cell again to see your own.")
+        say_unsolved(*unsolved)
         env = {**(kwargs.pop("env", None) or {}), SOLUTIONS_ENV: "1"}
         return launch(fn, world_size, args, timeout, quiet=quiet, env=env, **kwargs)
     if not quiet:
