@@ -27,10 +27,19 @@ class _LoadFileLearnerRunsApart(LoadFileScheduling):
         return super()._split_scope(nodeid)
 
 
-def pytest_xdist_make_scheduler(config, log):
-    if config.getvalue("dist") == "loadfile":
-        return _LoadFileLearnerRunsApart(config, log)
-    return None
+class _Scheduling:
+    """Registered only when xdist is active (`-p no:xdist` does not know the hook)."""
+
+    @staticmethod
+    def pytest_xdist_make_scheduler(config, log):
+        if config.getvalue("dist") == "loadfile":
+            return _LoadFileLearnerRunsApart(config, log)
+        return None
+
+
+def pytest_configure(config):
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_Scheduling(), "p2p-learner-runs-apart")
 
 
 def pytest_addoption(parser):
