@@ -5,6 +5,9 @@ test per exercise (a short list of cases, as below), and delete this paragraph. 
 does not collect this file as it is (only test_*.py); tests/harness/test_templates.py runs
 it against the template's stub and reference body. The helpers, in
 labs/harness/grading, make each failure say which case, which rank, expected vs got.
+Check the method the exercise teaches from each call's trace (`got.events`), not only the
+values, and add the wrong bodies learners write, and one correct body in another style, to
+tests/graders/bodies/<module>.py and tests/harness/test_graders.py.
 """
 import pytest
 import torch
@@ -22,14 +25,14 @@ CASES = [((4,), torch.float32), ((2, 3), torch.int64), ((), torch.float64), ((0,
 def swap_worker(rank, world_size, impl):
     """Runs in each worker (module level: workers import it by name): one Call per case."""
     swap_with_partner = implementation(impl, LAB, "swap_with_partner")
-    return [call(swap_with_partner, seeded(rank, shape, dtype, i), must_complete=True)
-            for i, (shape, dtype) in enumerate(CASES)]
+    return [call(swap_with_partner, seeded(rank, shape, dtype, i), must_complete=True,
+                 case=f"shape {shape}, {dtype}") for i, (shape, dtype) in enumerate(CASES)]
 
 
 @pytest.mark.parametrize("world_size", [1, 2, 3, 4])
 def test_swap_with_partner(impl, world_size):
     results = grade(swap_worker, world_size, args=(impl,), what="swap_with_partner")
-    check_p2p_only(results.trace, "swap_with_partner")
+    check_p2p_only(results.trace, "swap_with_partner", builds="the swap")
     for i, (shape, dtype) in enumerate(CASES):
         what = f"swap_with_partner(shape {shape}, {dtype}, world_size={world_size})"
         for rank in range(world_size):

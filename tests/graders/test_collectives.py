@@ -10,8 +10,10 @@ import pytest
 import torch
 
 from labs.collectives import run_builtin, split_rows
-from labs.harness.grading import (GradeFailure, call, check_close, check_returned_input,
-                                  check_untouched, grade, implementation, seeded)
+from labs.harness.grading import (GradeFailure, call, check_batched, check_close, check_filled,
+                                  check_fresh, check_one_batch, check_p2p_only, check_peers,
+                                  check_returned_input, check_untouched, grade, implementation,
+                                  p2p_ops, seeded)
 
 DTYPES = ("float32", "bfloat16", "int64")
 SHAPES = ((1,), (5,), (6, 2), (1000,))   # even and uneven splits for W = 1..4
@@ -23,6 +25,7 @@ def test_p2p_broadcast(impl, world_size):
     results = grade(collective_worker, world_size, args=(impl, "p2p_broadcast"),
                     what="p2p_broadcast")
     for rank, what, got, expected in every_case(results):
+        check_method(got, what, "broadcast")
         check_returned_input(got, rank=rank, what=what, hint="broadcast is in place")
         check_close(got.result, expected, rank=rank, what=what, atol=0, rtol=0)
 
@@ -31,8 +34,11 @@ def test_p2p_broadcast(impl, world_size):
 def test_p2p_gather(impl, world_size):
     results = grade(collective_worker, world_size, args=(impl, "p2p_gather"), what="p2p_gather")
     for rank, what, got, expected in every_case(results):
+        check_method(got, what, "gather")
         if expected is not None:
             check_list(got.result, expected, rank=rank, what=what)
+            check_fresh(got, rank=rank, what=what, hint="element dst of the list is a copy "
+                        "of `tensor` (also with one rank)")
         elif got.result is not None:          # a rank that is not dst
             raise GradeFailure(f"{what}: rank {rank} returned {type(got.result).__name__} on "
                                f"a rank that is not dst; expected None")
@@ -44,8 +50,12 @@ def test_p2p_all_gather(impl, world_size):
     results = grade(collective_worker, world_size, args=(impl, "p2p_all_gather"),
                     what="p2p_all_gather")
     for rank, what, got, expected in every_case(results):
+        check_method(got, what, "all_gather")
         check_list(got.result, expected, rank=rank, what=what)
         check_untouched(got, rank=rank, what=what)
+        check_fresh(got, rank=rank, what=what, hint="return new tensors: your own slot is a "
+                    "copy of `tensor` (also with one rank)")
+        check_ring(got, what, rank=rank, world_size=len(expected))
 
 
 @pytest.mark.parametrize("world_size", WORLD_SIZES)
@@ -53,14 +63,39 @@ def test_p2p_all_to_all(impl, world_size):
     results = grade(collective_worker, world_size, args=(impl, "p2p_all_to_all"),
                     what="p2p_all_to_all")
     for rank, what, got, expected in every_case(results):
+        check_method(got, what, "all_to_all")
         check_returned_input(got, rank=rank, what=what, hint="it fills the list in place")
+        check_filled(got, 0, rank=rank, what=what)
         check_untouched(got, rank=rank, what=what, writes=(0,))   # it fills outputs
         check_close(torch.cat(got.result), expected, rank=rank, what=what, atol=0, rtol=0)
+        if p2p_ops(got.events):
+            check_one_batch(got.events, what, rank=rank, expected="every send and receive")
 
 
 def every_case(results):
     """(rank, what, Call, the built-in's result) for every case on every rank."""
     return [(rank, *record) for rank, records in enumerate(results) for record in records]
+
+
+def check_method(got, what, builds):
+    """P2POp + batch_isend_irecv only: the lesson builds `builds` itself."""
+    check_p2p_only(got.events, what, builds=builds)
+    check_batched(got.events, what, hint="the lesson posts P2POps with batch_isend_irecv")
+
+
+def check_ring(got, what, *, rank, world_size):
+    """W-1 steps, each one batch: one send to rank+1 and one receive from rank-1."""
+    if world_size == 1:
+        return
+    nxt, prv = (rank + 1) % world_size, (rank - 1) % world_size
+    check_peers(got.events, what, rank=rank, to=nxt, frm=prv,
+                why="the lesson's all_gather is a ring, not a star")
+    ops = p2p_ops(got.events)
+    steps = sorted({e.batch for e in ops})
+    if len(steps) != world_size - 1 or len(ops) != 2 * (world_size - 1):
+        raise GradeFailure(f"{what}: rank {rank} posted {len(ops)} ops in {len(steps)} "
+                           f"batch(es); the ring takes {world_size - 1} steps, each ONE batch "
+                           f"of one send to rank {nxt} and one receive from rank {prv}")
 
 
 def check_list(got, expected, *, rank, what):
@@ -92,7 +127,9 @@ def collective_worker(rank, world_size, impl, name):
         if name == "p2p_all_to_all":
             inputs = split_rows(x, world_size)
             outputs = [torch.full_like(inputs[rank], 7) for _ in range(world_size)]
-            records.append((what, call(fn, outputs, inputs), expected))
+            records.append((what, call(fn, outputs, inputs, must_complete=True, case=what),
+                            expected))
         else:
-            records.append((what, call(fn, x) if root is None else call(fn, x, root), expected))
+            args = (x,) if root is None else (x, root)
+            records.append((what, call(fn, *args, must_complete=True, case=what), expected))
     return records

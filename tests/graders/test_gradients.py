@@ -4,14 +4,21 @@ average_gradients_ring and average_gradients_bucketed.
 Each grader launches real workers (1-4 ranks) with a model that has float32 and float64
 parameters, a 3-d parameter, a frozen one and an unused one (grad None on every rank),
 and gradients that differ per rank. Expected: `dist.all_reduce(grad); grad /= W`.
+The method: point-to-point only; the ring versions call lesson 05's ring_all_reduce once
+per flat buffer, in its own dtype (the ring's calls are recorded), the bucketed one once
+per bucket of DDP's plan (`plan_buckets`), in the plan's order.
 """
+import contextlib
+import importlib
+
 import pytest
 import torch
 import torch.distributed as dist
 from torch import nn
 
-from labs.harness.grading import (GradeFailure, call, check_close, check_one_batch, grade,
-                                  implementation)
+from labs.gradients import plan_buckets
+from labs.harness.grading import (GradeFailure, call, check_close, check_one_batch,
+                                  check_p2p_only, grade, implementation)
 
 BUCKETS = (1, 100, 10**9)   # a bucket per parameter, a few per bucket, one per dtype
 
@@ -20,24 +27,51 @@ BUCKETS = (1, 100, 10**9)   # a bucket per parameter, a few per bucket, one per 
 def test_average_gradients_all_to_all(impl, world_size):
     name = "average_gradients_all_to_all"
     results = grade(averaging_worker, world_size, args=(impl, name), what=name)
+    check_means(results, world_size)
     if world_size > 1:
         for rank, records in enumerate(results):
-            for what, done, _, _ in records:
+            for what, done, *_ in records:
                 check_one_batch(done.events, f"{what} with world_size={world_size}", rank=rank,
                                 expected="the whole exchange")
-    check_means(results, world_size)
 
 
 @pytest.mark.parametrize("world_size", [1, 2, 3, 4])
 def test_average_gradients_ring(impl, world_size):
     name = "average_gradients_ring"
-    check_means(grade(averaging_worker, world_size, args=(impl, name), what=name), world_size)
+    results = grade(averaging_worker, world_size, args=(impl, name), what=name)
+    check_means(results, world_size, on_your_ring=impl == "labs")
+    check_ring_calls(results, world_size, by_dtype=True)
 
 
 @pytest.mark.parametrize("world_size", [1, 2, 3, 4])
 def test_average_gradients_bucketed(impl, world_size):
     name = "average_gradients_bucketed"
-    check_means(grade(averaging_worker, world_size, args=(impl, name), what=name), world_size)
+    results = grade(averaging_worker, world_size, args=(impl, name), what=name)
+    check_means(results, world_size, on_your_ring=impl == "labs")
+    check_ring_calls(results, world_size, by_dtype=False)
+
+
+def check_ring_calls(results, world_size, by_dtype):
+    """One ring_all_reduce per dtype (in any order), or per bucket of the plan (in order)."""
+    if world_size == 1:
+        return              # nothing to reduce: skipping the ring is fine
+    for rank, records in enumerate(results):
+        for what, done, _, _, rings, plan in records:
+            label = f"{what} with world_size={world_size}: rank {rank}"
+            seen = sorted(rings) if by_dtype else rings
+            wanted = sorted(plan) if by_dtype else plan
+            if seen == wanted:
+                continue
+            shown = ", ".join(f"{n} x {d}" for n, d in rings) or "none"
+            expected = ", ".join(f"{n} x {d}" for n, d in wanted)
+            raise GradeFailure(
+                f"{label} called ring_all_reduce on [{shown}]; expected [{expected}]: " + (
+                    "one flat buffer per dtype, each reduced in its own dtype (promoting "
+                    "float32 gradients to float64 doubles their bytes and changes their "
+                    "rounding)" if by_dtype else
+                    "one buffer per bucket of plan_buckets(params, bucket_bytes), in the "
+                    "plan's order: reverse parameter order, one dtype per bucket, a bucket "
+                    "closed once it holds >= bucket_bytes"))
 
 
 class Mixed(nn.Module):
@@ -64,7 +98,8 @@ def _grads(model):
 
 
 def averaging_worker(rank, world_size, impl, name):
-    """Returns [(what, Call, {param: grad after}, {param: expected mean})], per bucket size."""
+    """Returns [(what, Call, {param: grad after}, {param: expected mean}, the ring's calls,
+    the calls expected)] per bucket size; a ring call is (numel, dtype)."""
     fn = implementation(impl, "gradients", name)
     model = Mixed()
     records = []
@@ -76,16 +111,62 @@ def averaging_worker(rank, world_size, impl, name):
         for g in (g for g in expected.values() if g is not None):
             dist.all_reduce(g)
             g /= world_size
-        done = call(fn, model) if bucket_bytes is None else call(fn, model, bucket_bytes)
         what = name + ("" if bucket_bytes is None else f"(bucket_bytes={bucket_bytes})")
-        records.append((what, done, _grads(model), expected))
+        args = (model,) if bucket_bytes is None else (model, bucket_bytes)
+        with ring_calls(fn) as rings:
+            done = call(fn, *args, case=what)
+        records.append((what, done, _grads(model), expected, rings, _plan(model, bucket_bytes)))
     return records
 
 
-def check_means(results, world_size):
-    """Every rank returned None and holds the mean gradient, with the same bits as rank 0."""
+def _plan(model, bucket_bytes):
+    """The ring calls DDP's plan makes: per bucket (or per dtype), (numel, dtype)."""
+    params = [p for p in model.parameters() if p.grad is not None]
+    buckets = plan_buckets(params, bucket_bytes or float("inf"))
+    return [(sum(p.numel() for p in b), str(b[0].dtype).removeprefix("torch.")) for b in buckets]
+
+
+@contextlib.contextmanager
+def ring_calls(fn):
+    """Record (numel, dtype) of every ring_all_reduce the body under test makes: the name
+    in its own module, and the attribute of labs.ring and solutions.ring."""
+    calls = []
+
+    def counted(original):
+        def ring_all_reduce(tensor, *args, **kwargs):
+            calls.append((tensor.numel(), str(tensor.dtype).removeprefix("torch.")))
+            return original(tensor, *args, **kwargs)
+        return ring_all_reduce
+
+    spaces = {id(ns): ns for ns in [getattr(fn, "__globals__", {})] + [
+        vars(importlib.import_module(m)) for m in ("labs.ring", "solutions.ring")]}
+    saved = [(ns, ns["ring_all_reduce"]) for ns in spaces.values() if "ring_all_reduce" in ns]
+    for ns, original in saved:
+        ns["ring_all_reduce"] = counted(original)
+    try:
+        yield calls
+    finally:
+        for ns, original in saved:
+            ns["ring_all_reduce"] = original
+
+
+def check_means(results, world_size, on_your_ring=False):
+    """Every rank returned None and holds the mean gradient, with the same bits as rank 0.
+    on_your_ring: the averaging ran the learner's lesson-05 ring; a wrong mean may be its."""
+    try:
+        _check_means(results, world_size)
+    except GradeFailure as exc:
+        if not on_your_ring:
+            raise
+        raise GradeFailure(f"{exc} (this runs your ring_all_reduce from labs/ring.py: if "
+                           f"tests/graders/test_ring.py fails too, fix the ring first)") from None
+
+
+def _check_means(results, world_size):
     for rank, records in enumerate(results):
-        for i, (what, done, got, expected) in enumerate(records):
+        for i, (what, done, got, expected, *_) in enumerate(records):
+            check_p2p_only(done.events, f"{what} with world_size={world_size}",
+                           builds="the averaging")
             if done.result is not None:
                 raise GradeFailure(f"{what} with world_size={world_size}: rank {rank} returned "
                                    f"{type(done.result).__name__}; it should return None "

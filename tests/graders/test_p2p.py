@@ -2,25 +2,29 @@
 import pytest
 import torch
 
-from labs.harness.grading import (GradeFailure, call, check_close, check_p2p_only,
+from labs.harness.grading import (GradeFailure, call, check_close, check_fresh, check_p2p_only,
                                   check_untouched, grade, implementation, p2p_ops, seeded)
 
 # (shape, dtype) cases every grader launch runs one after the other in the same workers.
 CASES = [((16,), torch.float32), ((2, 3), torch.int64), ((5,), torch.float64), ((), torch.float32)]
 
 
+def _case(shape, dtype):
+    return f"shape {tuple(shape)}, {str(dtype).removeprefix('torch.')}"
+
+
 def ping_pong_worker(rank, world_size, impl, rounds):
     ping_pong = implementation(impl, "p2p", "ping_pong")
     # Only rank 0's values matter; the others pass a tensor of the same shape and dtype.
     return [call(ping_pong, seeded(0, shape, dtype, i) if rank == 0
-                 else torch.zeros(shape, dtype=dtype), rounds)
+                 else torch.zeros(shape, dtype=dtype), rounds, case=_case(shape, dtype))
             for i, (shape, dtype) in enumerate(CASES)]
 
 
 def pass_token_worker(rank, world_size, impl):
     pass_token = implementation(impl, "p2p", "pass_token")
     return [call(pass_token, seeded(0, shape, dtype, i) if rank == 0
-                 else torch.zeros(shape, dtype=dtype))
+                 else torch.zeros(shape, dtype=dtype), case=_case(shape, dtype))
             for i, (shape, dtype) in enumerate(CASES)]
 
 
@@ -29,7 +33,7 @@ def test_ping_pong(impl, world_size):
     rounds = 3
     results = grade(ping_pong_worker, world_size, args=(impl, rounds), what="ping_pong")
     for i, (shape, dtype) in enumerate(CASES):
-        what = f"ping_pong(shape {shape}, {dtype}, rounds={rounds})"
+        what = f"ping_pong({_case(shape, dtype)}, rounds={rounds})"
         start = seeded(0, shape, dtype, i)
         check_untouched(results[0][i], rank=0, what=what, hint="send copies or new tensors instead")
         _check_rank_0(results[0][i].result, start, rounds, what)
@@ -42,6 +46,7 @@ def test_ping_pong(impl, world_size):
         for other in range(2, world_size):
             if results[other][i].result is not None:
                 raise GradeFailure(f"{what}: rank {other} takes no part and must return None")
+    check_p2p_only(results.trace, "ping_pong", builds="the exchange")
     # Really point to point: each round is one send from 0 to 1 and one from 1 to 0.
     for src, dst in ((0, 1), (1, 0)):
         sends = [e for e in p2p_ops(results.trace, src, ("send", "isend")) if e.peer == dst]
@@ -73,11 +78,13 @@ def _check_rank_0(got, start, rounds, what):
 @pytest.mark.parametrize("world_size", [1, 2, 3, 4])
 def test_pass_token(impl, world_size):
     results = grade(pass_token_worker, world_size, args=(impl,), what="pass_token")
-    check_p2p_only(results.trace, "pass_token")
+    check_p2p_only(results.trace, "pass_token", builds="the token ring")
     for i, (shape, dtype) in enumerate(CASES):
-        what = f"pass_token(shape {shape}, {dtype}, world_size={world_size})"
+        what = f"pass_token({_case(shape, dtype)}, world_size={world_size})"
         for rank in range(world_size):
             check_untouched(results[rank][i], rank=rank, what=what, hint="return a new tensor")
+            check_fresh(results[rank][i], rank=rank, what=what,
+                        hint="return a new tensor (with one rank: a copy of the token)")
             added = sum(range(world_size)) if rank == 0 else sum(range(rank + 1))
             check_close(results[rank][i].result, seeded(0, shape, dtype, i) + added,
                         rank=rank, what=what)

@@ -3,14 +3,17 @@ pipelined_ring_all_reduce.
 
 Every case (4 dtypes x many shapes, numel 0 and numel < world size included) runs inside
 ONE launch per world size; the workers compare with dist.all_reduce on the same data and
-report every wrong case at once, naming the rank, the case, and expected vs got.
+report every wrong case at once, naming the rank, the case, and expected vs got. Each call's
+trace must show the ring: point-to-point only, in the tensor's own dtype, chunk-sized
+messages (segment-sized for the pipelined ring), 2(n-1)/n of the tensor per rank.
 """
 import pytest
 import torch
 import torch.distributed as dist
 
-from labs.harness.grading import (GradeFailure, check_close, fail_if_any, grade, implementation,
-                                  seeded)
+from labs.harness.grading import (GradeFailure, call, check_close, check_messages, check_p2p_only,
+                                  element_size, fail_if_any, grade, implementation, in_case,
+                                  recording, seeded)
 from labs.ring import DTYPES, chunk_bounds
 
 SHAPES = [(), (0,), (1,), (2,), (3,), (7,), (3, 5), (2, 3, 4), (1, 1, 13), (257,), (4099,)]
@@ -54,36 +57,42 @@ def test_pipelined_ring_all_reduce(impl, world_size):
 
 def all_reduce_grader(rank, world_size, impl, name, cases):
     fn = implementation(impl, "ring", name)
-    failures = []
+    failures, method_failed = [], False     # a method failure is reported once, not per case
     for i, (dtype, shape, *extra) in enumerate(cases):
-        kwargs = {"segment_bytes": extra[0]} if extra and extra[0] else {}
-        what = f"case {i} ({dtype}, shape {tuple(shape)}{', ' if kwargs else ''}" \
-               f"{', '.join(f'{k}={v}' for k, v in kwargs.items())}, world_size {world_size})"
+        segment = extra[0] if extra else None
+        kwargs = {"segment_bytes": segment} if segment else {}
+        case = f"{dtype}, shape {tuple(shape)}{f', segment_bytes={segment}' if segment else ''}"
+        what = f"case {i} ({case}, world_size {world_size})"
         data, expected, exact, magnitude = _reference(rank, dtype, shape, seed=100 + i)
         tensor = data.clone()
-        out = fn(tensor, **kwargs)
+        done = call(fn, tensor, case=case, **kwargs)
         try:
-            if not _same_tensor(out, tensor):
+            if not done.returned_first:
                 raise GradeFailure(f"{what}: rank {rank} must return the tensor it was given "
-                                   f"(summed in place), got {type(out).__name__} "
-                                   f"{tuple(out.shape) if isinstance(out, torch.Tensor) else ''}")
+                                   f"(summed in place), got {type(done.result).__name__}")
             check_sum(tensor, expected, exact, magnitude, rank=rank, world_size=world_size,
                       what=what)
         except GradeFailure as exc:
             failures.append(str(exc))
+        if not method_failed:
+            default = 4 << 20 if name == "pipelined_ring_all_reduce" else None
+            method_failed = _failed(failures, check_ring_traffic, done.events, what, rank=rank,
+                                    numel=data.numel(), dtype=dtype, world_size=world_size,
+                                    steps=2 * (world_size - 1), segment_bytes=segment or default)
     return failures
 
 
 def reduce_scatter_grader(rank, world_size, impl):
     fn = implementation(impl, "ring", "ring_reduce_scatter")
-    failures = []
+    failures, method_failed = [], False
     for i, (dtype, shape) in enumerate(CASES):
         what = f"case {i} ({dtype}, shape {tuple(shape)}, world_size {world_size})"
         data, expected, exact, magnitude = _reference(rank, dtype, shape, seed=300 + i)
         start, stop = chunk_bounds(data.numel(), world_size)[rank]
         tensor = data.clone()
-        out = fn(tensor)
         mine = tensor.view(-1)[start:stop]
+        with in_case(f"{dtype}, shape {tuple(shape)}"), recording() as events:
+            out = fn(tensor)
         try:
             if not isinstance(out, torch.Tensor) or out.shape != mine.shape or (
                     mine.numel() and out.data_ptr() != mine.data_ptr()):
@@ -97,7 +106,38 @@ def reduce_scatter_grader(rank, world_size, impl):
                       what=what + f", chunk {rank} = elements [{start}:{stop}]")
         except GradeFailure as exc:
             failures.append(str(exc))
+        if not method_failed:
+            method_failed = _failed(failures, check_ring_traffic, events, what, rank=rank,
+                                    numel=data.numel(), dtype=dtype, world_size=world_size,
+                                    steps=world_size - 1)
     return failures
+
+
+def _failed(failures, check, *args, **kwargs) -> bool:
+    """Run `check`; if it fails, add its message to `failures` and say so."""
+    try:
+        check(*args, **kwargs)
+        return False
+    except GradeFailure as exc:
+        failures.append(str(exc))
+        return True
+
+
+def check_ring_traffic(events, what, *, rank, numel, dtype, world_size, steps,
+                       segment_bytes=None):
+    """Point-to-point only, and the ring's traffic: `steps` messages of at most one chunk,
+    ceil(N/n) elements (one segment, if smaller), in the tensor's own dtype."""
+    check_p2p_only(events, what, builds="the ring")
+    chunk = -(-numel // world_size)
+    why = (f"the ring sends {steps} messages per rank, each at most one chunk (ceil(N/n) = "
+           f"{chunk} elements): {steps}/{world_size} of the tensor, never whole tensors")
+    largest = chunk
+    if segment_bytes and max(1, segment_bytes // element_size(dtype)) < chunk:
+        largest = max(1, segment_bytes // element_size(dtype))
+        why = (f"each message is one segment of at most segment_bytes={segment_bytes} BYTES "
+               f"= {largest} {dtype} element(s), not one chunk")
+    check_messages(events, what, rank=rank, dtype=dtype, largest=largest,
+                   total=steps * chunk, why=why)
 
 
 def _reference(rank, dtype, shape, seed):
@@ -111,11 +151,6 @@ def _reference(rank, dtype, shape, seed):
         dist.all_reduce(both)
         exact, magnitude = both[0], both[1]
     return data, expected, exact, magnitude
-
-
-def _same_tensor(out, tensor):
-    return (isinstance(out, torch.Tensor) and out.shape == tensor.shape
-            and out.data_ptr() == tensor.data_ptr())
 
 
 def check_sum(got, expected, exact, magnitude, *, rank, world_size, what):

@@ -5,23 +5,32 @@ tests/graders/template.py). The pieces, in the order a grader uses them:
 
     implementation(impl, "ring", "ring_all_reduce")   # in the worker: the body under test
     seeded(rank, shape, dtype, seed)                  # in the worker: this rank's input
-    call(fn, *args)                                   # in the worker: call it, record a Call
+    watched(weight)                                   #   a tensor whose matmuls get traced
+    call(fn, *args, case="...")                       # in the worker: call it, record a Call
     recording()                                       # in the worker: the calls of a block
-    grade(worker, world_size, args)                   # in the test: launch, explain failures
+    grade(worker, world_size, args, what=...)         # in the test: launch, explain failures
     check_close, check_untouched, check_fresh,        # in the test: the values, and what
-      check_returned_input                            #   became of the arguments
-    check_batched, check_one_batch, check_p2p_only    # in the test: the method, from the trace
+      check_returned_input, check_filled              #   became of the arguments (checks.py)
+    check_p2p_only, check_batched, check_one_batch,   # in the test: the method, from the
+      check_messages, check_peers, check_overlap      #   trace (method.py)
 
 Every check raises GradeFailure with a message that says what was wrong: which case, which
-rank, expected vs got. `make check` grades your code in labs/ (`--impl=labs`); CI grades
-solutions/.
+rank, expected vs got, and what the lesson expected. A deadlock is reported as "hung" a few
+seconds after it happens (HANG_SECONDS), with what each rank was blocked in. `make check`
+grades your code in labs/ (`--impl=labs`); CI grades solutions/.
 """
-from labs.harness.grading.calls import Call, call, recording, seeded
-from labs.harness.grading.checks import (check_batched, check_close, check_fresh, check_one_batch,
-                                         check_p2p_only, check_returned_input, check_untouched,
-                                         p2p_ops)
-from labs.harness.grading.run import GradeFailure, fail_if_any, grade, implementation
+from labs.harness.grading.calls import (WATCHED_LABEL, Call, call, in_case, recording, seeded,
+                                        watched)
+from labs.harness.grading.checks import (check_close, check_filled, check_fresh,
+                                         check_returned_input, check_untouched)
+from labs.harness.grading.method import (check_batched, check_messages, check_one_batch,
+                                         check_overlap, check_p2p_only, check_peers,
+                                         element_size, p2p_ops)
+from labs.harness.grading.run import (HANG_SECONDS, GradeFailure, fail_if_any, grade,
+                                      implementation)
 
-__all__ = ["Call", "call", "recording", "seeded", "check_batched", "check_close", "check_fresh",
-           "check_one_batch", "check_p2p_only", "check_returned_input", "check_untouched",
-           "p2p_ops", "GradeFailure", "fail_if_any", "grade", "implementation"]
+__all__ = ["WATCHED_LABEL", "Call", "call", "in_case", "recording", "seeded", "watched", "check_close",
+           "check_filled", "check_fresh", "check_returned_input", "check_untouched",
+           "check_batched", "check_messages", "check_one_batch", "check_overlap",
+           "check_p2p_only", "check_peers", "element_size", "p2p_ops", "HANG_SECONDS",
+           "GradeFailure", "fail_if_any", "grade", "implementation"]

@@ -11,6 +11,10 @@ from labs.harness import tracing
 from labs.harness.grading.run import GradeFailure
 from labs.harness.tracing import Event
 
+WATCHED_LABEL = "matmul seen by the grader"
+_PRODUCTS = {"matmul", "__matmul__", "__rmatmul__", "mm", "einsum", "addmm", "tensordot",
+             "linear", "bmm"}
+
 
 def seeded(rank, shape, dtype, seed=0) -> torch.Tensor:
     """Rank `rank`'s input for case `seed`: the same on every run (so the test can rebuild
@@ -24,6 +28,22 @@ def seeded(rank, shape, dtype, seed=0) -> torch.Tensor:
     return torch.randint(-1000, 1000, shape, generator=g, dtype=dtype)
 
 
+class Watched(torch.Tensor):
+    """A tensor whose matrix products show on the trace as compute spans (label
+    WATCHED_LABEL), so a grader sees when the exercise computed, whatever it called."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") not in _PRODUCTS:
+            return super().__torch_function__(func, types, args, kwargs or {})
+        with tracing.span(WATCHED_LABEL):
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def watched(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.as_subclass(Watched)
+
+
 @dataclass
 class Call:
     """What one call of an exercise did on one rank: made in the worker by `call`, checked
@@ -34,6 +54,7 @@ class Call:
     names: list[str] = field(default_factory=list)     # the arguments' names, for messages
     aliased: bool = False          # the result shares memory with a tensor argument
     returned_first: bool = False   # the result is the first argument itself
+    replaced: dict = field(default_factory=dict)   # list argument position -> entries it replaced
     events: list[Event] = field(default_factory=list)  # its torch.distributed calls
 
 
@@ -48,20 +69,31 @@ def recording():
         events.extend(tracing.TRACER.events[start:])
 
 
-def call(fn, *args, must_complete=False, **kwargs) -> Call:
+@contextlib.contextmanager
+def in_case(case: str):
+    """`with in_case("float32, shape (5,)"):` -- a hang or a crash in the block names the
+    case (the rank's status note). Left set if the block raises, for the failure report."""
+    tracing.TRACER.note = f"case {case}" if case else ""
+    yield
+    tracing.TRACER.note = ""
+
+
+def call(fn, *args, must_complete=False, case="", **kwargs) -> Call:
     """Call `fn(*args, **kwargs)` once, as a grader case; return what it did.
 
     must_complete: the call may not return with a non-blocking op still in flight (one it
     never waited for); raised here, in the worker, before the next case can trip on it.
+    case: what this case is ("float32, shape (5,)"): a hang or a crash inside it names it.
     """
     kept = [_copy(a) for a in args]
-    with recording() as events:
+    entries = [list(a) if isinstance(a, list) else None for a in args]
+    with in_case(case), recording() as events:
         result = fn(*args, **kwargs)
     in_flight = [e.describe() for e in events if e.t_done is None and not e.blocking]
     if must_complete and in_flight:
-        raise GradeFailure(f"{fn.__name__} returned with {len(in_flight)} op(s) still in "
-                           f"flight ({'; '.join(in_flight)}): wait() for every Work before "
-                           f"returning")
+        raise GradeFailure(f"{fn.__name__}{f' ({case})' if case else ''} returned with "
+                           f"{len(in_flight)} op(s) still in flight ({'; '.join(in_flight)}): "
+                           f"wait() for every Work before returning")
     inputs = [t for a in args for t in _tensors(a)]
     return Call(result=_copy(result),
                 changed=[i for i, (a, k) in enumerate(zip(args, kept))
@@ -69,6 +101,9 @@ def call(fn, *args, must_complete=False, **kwargs) -> Call:
                 names=_parameter_names(fn, len(args)),
                 aliased=any(_shares_memory(t, a) for t in _tensors(result) for a in inputs),
                 returned_first=bool(args) and result is args[0],
+                replaced={i: [j for j, (was, now) in enumerate(zip(before, args[i]))
+                              if was is not now] + list(range(len(before), len(args[i])))
+                          for i, before in enumerate(entries) if before is not None},
                 events=events)
 
 
@@ -81,9 +116,9 @@ def _tensors(x) -> list[torch.Tensor]:
 
 
 def _copy(x):
-    """Tensors (alone or in a list or tuple) cloned; anything else as it is."""
+    """Tensors (alone or in a list or tuple) cloned, as plain tensors; anything else as is."""
     if isinstance(x, torch.Tensor):
-        return x.detach().clone()
+        return x.detach().clone().as_subclass(torch.Tensor)
     if isinstance(x, (list, tuple)) and _tensors(x):
         return type(x)(_copy(t) for t in x)
     return x

@@ -1,19 +1,12 @@
-"""The test side of a grader: checks on values, on inputs, and on the method (the trace).
-
-Each check raises GradeFailure naming the case (`what`), the rank, and expected vs got.
-The trace checks take a list of `labs.harness.tracing.Event`: a launch's whole trace
-(`results.trace`) or the calls one `Call` made (`call.events`).
-"""
+"""The test side of a grader, part 1: checks on the values and on what became of the
+arguments. Each raises GradeFailure naming the case (`what`), the rank, expected vs got.
+Checks on the method (the trace) are in method.py."""
 from __future__ import annotations
 
 import torch
 
 from labs.harness.grading.calls import Call
 from labs.harness.grading.run import GradeFailure
-from labs.harness.tracing import P2P_OPS
-
-# What a rank may do besides point-to-point ops while it runs a point-to-point exercise.
-NOT_COLLECTIVES = (*P2P_OPS, "wait", "compute")
 
 
 def check_close(got, expected, *, rank, what, atol=1e-5, rtol=1e-5):
@@ -45,10 +38,11 @@ def check_untouched(call: Call, *, rank, what, writes=(), hint="it must only rea
 
 
 def check_fresh(call: Call, *, rank, what, hint="return a new tensor"):
-    """The call returned new tensors, not its arguments (or views of them)."""
+    """The call returned new tensors, not its arguments (or views of them): also with one
+    rank, or when nothing has to move, where returning the input is tempting."""
     if call.aliased:
         raise GradeFailure(f"{what}: rank {rank} returned a tensor it was given (or a view "
-                           f"of one); {hint}")
+                           f"of one); {hint}: the caller may change its own tensor next")
 
 
 def check_returned_input(call: Call, *, rank, what, hint):
@@ -59,34 +53,13 @@ def check_returned_input(call: Call, *, rank, what, hint):
                            f"was given ({hint})")
 
 
-def p2p_ops(events, rank=None, ops=P2P_OPS) -> list:
-    """The point-to-point ops among `events` (of one rank, if given)."""
-    return [e for e in events if e.op in ops and (rank is None or e.rank == rank)]
-
-
-def check_batched(events, what, hint="post the operations with one batch_isend_irecv"):
-    """Every point-to-point op went through dist.batch_isend_irecv."""
-    loose = [e for e in p2p_ops(events) if e.batch is None]
-    if loose:
-        raise GradeFailure(f"{what}: rank {loose[0].rank} called {loose[0].describe()} "
-                           f"outside batch_isend_irecv; {hint}")
-
-
-def check_one_batch(events, what, *, rank, expected, n_ops=None):
-    """All the point-to-point ops of one call (`n_ops` of them, if given) were posted in
-    one batch_isend_irecv call. `expected` says what that batch holds, for the message."""
-    ops = p2p_ops(events)
-    batches = {e.batch for e in ops}
-    if len(batches) != 1 or None in batches or n_ops not in (None, len(ops)):
-        loose = " and point-to-point ops outside a batch" if None in batches else ""
-        raise GradeFailure(f"{what}: rank {rank} posted {len(ops)} point-to-point op(s) in "
-                           f"{len(batches - {None})} batch_isend_irecv call(s){loose}; "
-                           f"expected {expected} in ONE batch_isend_irecv call")
-
-
-def check_p2p_only(events, what):
-    """No collective (all_reduce, broadcast, barrier, ...): point-to-point ops only."""
-    found = sorted({e.op for e in events if e.op not in NOT_COLLECTIVES})
-    if found:
-        raise GradeFailure(f"{what}: use point-to-point sends and receives only; the trace "
-                           f"shows {', '.join(found)}")
+def check_filled(call: Call, position, *, rank, what):
+    """The list argument at `position` still holds the caller's tensors: the call filled
+    them in place instead of putting other tensors in the list."""
+    replaced = call.replaced.get(position, [])
+    if replaced:
+        name = call.names[position]
+        raise GradeFailure(f"{what}: rank {rank} replaced {name}[{replaced[0]}] with another "
+                           f"tensor; fill the caller's tensors in place ({name}[i].copy_(...) "
+                           f"or receive straight into {name}[i]): the caller holds them, "
+                           f"not your list")
