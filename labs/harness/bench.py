@@ -3,6 +3,7 @@
     python -m labs.bench               # = ring
     python -m labs.bench ring          # the course's ring all-reduces vs dist.all_reduce
     python -m labs.bench launch        # launch start-up: forkserver (the course) vs spawn
+    python -m labs.bench algorithms    # lesson 10's all-reduces and best_all_reduce vs gloo
 
 `ring` options: --world-sizes 2,4  --sizes 1K,4K,...,64M  --reps 10  --warmup 2
 --variants ring,pipelined  --impl solutions|labs (benchmark your own exercises)
@@ -188,6 +189,110 @@ def save_ring_results(rows, out):
     print(f"\nplot: {out}  data: {os.path.splitext(out)[0]}.json")
 
 
+# ----------------------------------------------------------------------------------------
+# algorithms: lesson 10's all-reduces and best_all_reduce vs dist.all_reduce
+# ----------------------------------------------------------------------------------------
+
+ALGORITHM_SIZES = "4K,16K,64K,256K,1M,4M,16M"
+ALGORITHM_NAMES = "ring,doubling,halving-doubling,best"
+
+
+def bench_algorithms(world_sizes=(2, 4), sizes=None, names=None, reps=15, warmup=2,
+                     out="bench-results/algorithms.png", progress=True):
+    """Time lesson 10's all-reduces and gloo's at every (world size, size), interleaved.
+
+    The model best_all_reduce chooses by is fitted once per world size (labs.algorithms.
+    fit_model) and used for every size. Prints a table of ratios (gloo's median time / the
+    algorithm's; > 1: faster than gloo), saves a plot and a JSON file. Returns the rows.
+    """
+    from tqdm.auto import tqdm
+
+    from labs import algorithms
+    sizes = list(sizes or [parse_size(s) for s in ALGORITHM_SIZES.split(",")])
+    names = [n for n in names or ALGORITHM_NAMES.split(",") if n != "all_reduce"]
+    names = ["all_reduce"] + names          # gloo's, first: every ratio is against it
+    rows = []
+    with tqdm(total=len(world_sizes) * len(sizes), desc="algorithms vs all_reduce",
+              unit="size", disable=not progress) as bar:
+        for world_size in world_sizes:
+            model = launcher.launch(algorithms.fit_model, world_size, quiet=True)[0]
+            for nbytes in sizes:
+                bar.set_postfix_str(f"{world_size} ranks, {format_size(nbytes)}")
+                res = launcher.launch(algorithms.time_calls, world_size,
+                                      args=(names, [nbytes], reps, warmup, model),
+                                      timeout=900, quiet=True)[0][nbytes]
+                rows.append({"ranks": world_size, "bytes": nbytes, "samples": res,
+                             "choice": algorithms.choose(world_size, nbytes, model),
+                             "model": [model.alpha, model.beta, model.gamma]})
+                bar.update()
+    print_algorithms_table(rows, names, reps)
+    if out:
+        save_algorithms_results(rows, names, out)
+    return rows
+
+
+def print_algorithms_table(rows, names, reps):
+    from labs.harness.timing import compare
+    print(f"\nall-reduce algorithms vs dist.all_reduce (gloo), float32, {reps} interleaved "
+          f"repetitions, slowest rank; ratio = gloo median / median (> 1: faster than gloo)")
+    others = [n for n in names if n != "all_reduce"]
+    print(f"{'ranks':>5}  {'size':>8}  {'gloo ms (min-max)':>22}" +
+          "".join(f"{n:>18}" for n in others) + "  best: its choice; verdict")
+    for r in rows:
+        s = r["samples"]
+        gloo = statistics.median(s["all_reduce"])
+        cells = "".join(f"{gloo / statistics.median(s[n]):>17.2f}x" for n in others)
+        note = compare(s).verdict("best", "all_reduce") if "best" in s else ""
+        print(f"{r['ranks']:>5}  {format_size(r['bytes']):>8}  {gloo * 1e3:>8.3f} "
+              f"({min(s['all_reduce']) * 1e3:.3f}-{max(s['all_reduce']) * 1e3:.3f})"
+              f"{cells}  {r['choice']}; {note}")
+    if "best" in names:
+        ratios = [statistics.median(r["samples"]["all_reduce"]) /
+                  statistics.median(r["samples"]["best"]) for r in rows]
+        print(f"\nbest_all_reduce / gloo: lowest ratio {min(ratios):.2f}x, "
+              f"{sum(x >= 1.0 for x in ratios)} of {len(ratios)} cells >= 1.0x")
+
+
+def save_algorithms_results(rows, names, out):
+    """Per world size: median time and ratio to gloo vs size; the rows as JSON next to it."""
+    import json
+    import os
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    world_sizes = sorted({r["ranks"] for r in rows})
+    fig, axes = plt.subplots(2, len(world_sizes), figsize=(5.5 * len(world_sizes), 7),
+                             squeeze=False, sharex=True)
+    for (top, bottom), n in zip(axes.T, world_sizes):
+        pts = [r for r in rows if r["ranks"] == n]
+        sizes = [r["bytes"] for r in pts]
+        gloo = [statistics.median(r["samples"]["all_reduce"]) for r in pts]
+        for name in names:
+            med = [statistics.median(r["samples"][name]) for r in pts]
+            style = dict(marker="o", ms=3, label=name,
+                         ls="--" if name == "all_reduce" else "-")
+            top.plot(sizes, [m * 1e3 for m in med], **style)
+            bottom.plot(sizes, [g / m for g, m in zip(gloo, med)], **style)
+        top.set(title=f"{n} ranks (gloo, loopback TCP)", ylabel="time (ms), median",
+                yscale="log")
+        bottom.set(ylabel="gloo time / time (> 1: faster)", xlabel="tensor size (bytes)",
+                   xscale="log")
+        bottom.axhline(1.0, color="grey", lw=0.8)
+    for ax in axes.flat:
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    data = os.path.splitext(out)[0] + ".json"
+    with open(data, "w") as f:
+        json.dump(rows, f, indent=1)
+    print(f"\nplot: {out}  data: {data}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m labs.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -210,6 +315,18 @@ def main(argv=None):
                    help="benchmark the reference solutions or your own exercises in labs/")
     p.add_argument("--out", default="bench-results/ring.png", help="plot file ('' for none)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p = sub.add_parser("algorithms", help="lesson 10: trees, doubling, halving-doubling "
+                                          "and best_all_reduce vs dist.all_reduce")
+    p.add_argument("--world-sizes", default="2,4", help="comma-separated, e.g. 2,3,4")
+    p.add_argument("--sizes", default=ALGORITHM_SIZES,
+                   help=f"comma-separated sizes in bytes (default {ALGORITHM_SIZES})")
+    p.add_argument("--names", default=ALGORITHM_NAMES,
+                   help="from labs.algorithms.CALLS (gloo's all_reduce is always timed)")
+    p.add_argument("--reps", type=int, default=15, help="timed repetitions per size (>= 5)")
+    p.add_argument("--warmup", type=int, default=2, help="untimed repetitions per size")
+    p.add_argument("--out", default="bench-results/algorithms.png",
+                   help="plot file ('' for none)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
         argv.insert(0, "ring")     # `python -m labs.bench [options]` means the ring benchmark
@@ -222,6 +339,11 @@ def main(argv=None):
                    [v.strip() for v in opts.variants.split(",") if v.strip()],
                    opts.reps, opts.warmup, opts.impl, opts.out, not opts.no_progress,
                    opts.segment_bytes)
+    elif opts.command == "algorithms":
+        bench_algorithms([int(n) for n in opts.world_sizes.split(",")],
+                         [parse_size(s) for s in opts.sizes.split(",")],
+                         [n.strip() for n in opts.names.split(",") if n.strip()],
+                         opts.reps, opts.warmup, opts.out, not opts.no_progress)
     else:
         parser.print_help()
 

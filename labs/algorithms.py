@@ -1,0 +1,435 @@
+"""Lesson 10: beyond the ring. Trees, recursive doubling, halving-doubling, and choosing.
+
+  tree_broadcast(tensor, src)        EXERCISE 1: binomial tree, ceil(log2 p) rounds
+  tree_reduce / star_reduce          the tree backwards; lesson 07's star used for a reduce
+  recursive_doubling_all_reduce(t)   EXERCISE 2: log2 p exchanges of the whole tensor
+  halving_doubling_all_reduce(t)     EXERCISE 3: halving reduce-scatter + doubling all-gather
+  best_all_reduce(t)                 runs the algorithm the model fitted here predicts fastest
+
+World sizes that are not a power of two: `fold_in` adds each extra rank's tensor into a
+partner among the first 2^k ranks, `fold_out` sends it the result. A `plan` is the list of
+steps one rank takes (cached); `run_plan` executes one; `predict` prices one (alpha-beta).
+"""
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from labs import ring
+from labs.harness import cli, measure, tracing
+from labs.harness.exercises import exercise, todo
+
+
+# ---- Helpers: contiguous views, reusable receive buffers, the power-of-two fold -----
+
+def flat_view(tensor):
+    """`tensor.view(-1)`; a non-contiguous tensor is refused, as gloo refuses to send it."""
+    if not tensor.is_contiguous():
+        raise ValueError("this all-reduce needs a contiguous tensor (gloo sends contiguous "
+                         "memory); pass tensor.contiguous() and copy the result back")
+    return tensor.view(-1)
+
+
+_SCRATCH: dict = {}
+
+
+def scratch(numel, dtype):
+    """A receive buffer of `numel` elements, kept between calls (fresh memory costs a page
+    fault per 4 KiB when first written). Valid until the next call."""
+    buf = _SCRATCH.get(dtype)
+    if buf is None or buf.numel() < numel:
+        buf = _SCRATCH[dtype] = torch.empty(numel, dtype=dtype)
+    return buf[:numel]
+
+
+def power_of_two_below(p):
+    """The largest power of two <= p: the size of the group the doubling runs in."""
+    return 1 << (p.bit_length() - 1)
+
+
+def fold_in(flat):
+    """Fold the extra ranks in: rank x >= q (q = power_of_two_below(p)) sends its tensor to
+    rank x - q, which adds it to its own. Returns True on the ranks 0..q-1 that go on to
+    exchange among themselves, False on the extra ranks (they wait in `fold_out`)."""
+    rank, p = dist.get_rank(), dist.get_world_size()
+    q = power_of_two_below(p)
+    if rank >= q:
+        dist.send(flat, rank - q)
+        return False
+    if rank + q < p:
+        incoming = scratch(flat.numel(), flat.dtype)
+        dist.recv(incoming, rank + q)
+        flat.add_(incoming)
+    return True
+
+
+def fold_out(flat):
+    """The way back: rank x - q sends the finished sum to extra rank x."""
+    rank, p = dist.get_rank(), dist.get_world_size()
+    q = power_of_two_below(p)
+    if rank >= q:
+        dist.recv(flat, rank - q)
+    elif rank + q < p:
+        dist.send(flat, rank + q)
+
+
+# ---- Exercises -------------------------------------------------------------------------
+
+@exercise
+def tree_broadcast(tensor, src):
+    """Binomial-tree broadcast: rank `src`'s `tensor` into `tensor` on every rank.
+
+    Contract: like `dist.broadcast(tensor, src)`: in place (unchanged on `src`), returns
+    `tensor`; same shape and dtype on every rank, any dtype, any world size (1 included).
+    Point-to-point ops only, ceil(log2 p) rounds: every rank receives once, from its parent,
+    then forwards to its children; the holders double every round (notebook 10 lists them).
+
+    Hint: in relative ranks v = (rank - src) % p, a rank v > 0 receives from v minus its
+    highest set bit, then sends to v + m for every power of two m > v (ascending) with
+    v + m < p. Back to ranks: (v + src) % p.
+    """
+    raise todo("notebook 10, section 1 'Exercise 1: tree broadcast'")
+
+
+@exercise
+def recursive_doubling_all_reduce(tensor):
+    """Recursive doubling all-reduce: SUM over the default group, in place; returns `tensor`.
+
+    Contract: like lesson 05's `ring_all_reduce`: contiguous `tensor`, any shape and numel
+    (0 included), float32 / float64 / bfloat16 / int64 (added in its own dtype), any world
+    size. Point-to-point ops only: log2 q exchanges of the whole tensor among the
+    q = power_of_two_below(p) first ranks, plus the fold when p != q.
+
+    Hint: `if fold_in(flat):` then for mask = 1, 2, 4, ... < q: exchange the whole tensor
+    with rank ^ mask (ONE batch_isend_irecv of an isend of `flat` and an irecv into
+    `scratch(numel, dtype)`), wait for both, add the received tensor. Finish with
+    `fold_out(flat)` on every rank.
+    """
+    raise todo("notebook 10, section 2 'Exercise 2: recursive doubling'")
+
+
+@exercise
+def halving_doubling_all_reduce(tensor):
+    """Recursive halving + doubling (Rabenseifner): SUM in place, returns `tensor`.
+
+    Contract: that of `recursive_doubling_all_reduce`. Method: after `fold_in`, cut the
+    tensor into q chunks (`ring.chunk_bounds(numel, q)`). Reduce-scatter by halving: for
+    mask = q/2, ..., 1 send half of the chunks you are responsible for to rank ^ mask and
+    add the other half from it; rank r ends with the sum of chunk r. All-gather by
+    doubling: the same steps in reverse, received in place. 2(q-1)/q of the tensor per
+    rank, like the ring, in 2 log2 q steps. Then `fold_out`.
+
+    Hint: keep the range of chunks [lo, hi) you are responsible for (start: [0, q)). At
+    each step mid = (lo + hi) // 2; if rank & mask you keep [mid, hi) and send [lo, mid),
+    else the opposite; receive into `scratch`, add into the half you keep. Remember each
+    step's (peer, kept, sent) to undo them in reverse order in the all-gather.
+    """
+    raise todo("notebook 10, section 3 'Exercise 3: halving-doubling'")
+
+
+# ---- Rooted collectives that are not exercises -----------------------------------------
+
+def tree_reduce(tensor, dst):
+    """Binomial-tree reduce (SUM) onto `dst`, like `dist.reduce`; returns `tensor`. The
+    broadcast tree backwards: add what the children send (nearest first: v + 1 is a leaf),
+    then send the partial sum to the parent. Other ranks keep a partial sum."""
+    flat = flat_view(tensor)
+    rank, p = dist.get_rank(), dist.get_world_size()
+    v = (rank - dst) % p
+    mask = 1
+    while mask < p:
+        if v & mask:          # lowest set bit: time to send to the parent
+            dist.send(flat, (v - mask + dst) % p)
+            break
+        if v + mask < p:
+            incoming = scratch(flat.numel(), flat.dtype)
+            dist.recv(incoming, (v + mask + dst) % p)
+            flat.add_(incoming)
+        mask <<= 1
+    return tensor
+
+
+def star_reduce(tensor, dst):
+    """Lesson 07's star, used for a reduce: `p2p_gather` to `dst`, which adds in rank order."""
+    from labs.collectives import p2p_gather
+    parts = p2p_gather(tensor, dst)
+    return tensor if parts is None else tensor.copy_(torch.stack(parts).sum(0))
+
+
+# ---- Plans: the steps one rank takes, computed once; and a lean executor for them ------
+
+@dataclass(frozen=True)
+class Step:
+    """One step of one rank: send elements [send) to `send_to`, receive [recv) from
+    `recv_from`, then add what arrived (`add`) or let it land in place. None: no such op."""
+
+    send_to: int | None
+    send: tuple[int, int]
+    recv_from: int | None
+    recv: tuple[int, int]
+    add: bool
+
+
+ALGORITHMS = ("doubling", "halving-doubling", "ring")   # on 2 ranks the last two are equal
+
+
+@functools.lru_cache(maxsize=4096)
+def plan(algorithm, rank, world_size, numel):
+    """The steps `rank` takes in `algorithm`, one of ALGORITHMS, for a tensor of `numel`."""
+    p, whole = world_size, (0, numel)
+    if p == 1 or algorithm == "ring":
+        return _ring_plan(rank, p, numel)
+    q = power_of_two_below(p)
+    if rank >= q:                                   # an extra rank: fold in, wait, fold out
+        return (Step(rank - q, whole, None, whole, False),
+                Step(None, whole, rank - q, whole, False))
+    core = _doubling_plan(rank, q, numel) if algorithm == "doubling" else \
+        _halving_doubling_plan(rank, q, numel)
+    if rank + q >= p:
+        return core
+    return ((Step(None, whole, rank + q, whole, True),) + core
+            + (Step(rank + q, whole, None, whole, False),))
+
+
+def _doubling_plan(rank, q, numel):
+    whole = (0, numel)
+    return tuple(Step(rank ^ (1 << k), whole, rank ^ (1 << k), whole, True)
+                 for k in range(q.bit_length() - 1))
+
+
+def _halving_doubling_plan(rank, q, numel):
+    bounds = ring.chunk_bounds(numel, q)
+    span = (lambda lo, hi: (bounds[lo][0], bounds[hi - 1][1]))
+    lo, hi, mask, halving = 0, q, q // 2, []
+    while mask:
+        mid = (lo + hi) // 2
+        keep, give = ((mid, hi), (lo, mid)) if rank & mask else ((lo, mid), (mid, hi))
+        halving.append(Step(rank ^ mask, span(*give), rank ^ mask, span(*keep), True))
+        lo, hi = keep
+        mask //= 2
+    doubling = [Step(s.send_to, s.recv, s.recv_from, s.send, False) for s in reversed(halving)]
+    return tuple(halving + doubling)
+
+
+def _ring_plan(rank, p, numel):
+    bounds = ring.chunk_bounds(numel, p)
+    nxt, prev = (rank + 1) % p, (rank - 1) % p
+    return tuple(Step(nxt, bounds[(rank - t - 1) % p], prev, bounds[(rank - t - 2) % p],
+                      t < p - 1) for t in range(2 * (p - 1)))
+
+
+def run_plan(flat, steps):
+    """Execute a plan on `flat` with little Python per message. Every receive is posted
+    first (a gloo send waits for its receive), adding ones into their own scratch regions;
+    ops go straight to the process group, past dist.isend's checks and the course's tracer
+    (they are not in the trace); sends and in-place receives are views of `flat`. An
+    in-place receive may target a range sent earlier: its final values can only arrive
+    after the peers have received this rank's part of it."""
+    group = dist.group.WORLD
+    room = scratch(sum(s.recv[1] - s.recv[0] for s in steps if s.add), flat.dtype)
+    receives, used = [], 0
+    for s in steps:
+        lo, hi = s.recv
+        into = room[used:used + hi - lo] if s.add else flat[lo:hi]
+        used += (hi - lo) if s.add else 0
+        work = None if s.recv_from is None else group.recv([into], s.recv_from, 0)
+        receives.append((into, work))
+    for s, (into, work) in zip(steps, receives):
+        if s.send_to is not None:
+            group.send([flat[s.send[0]:s.send[1]]], s.send_to, 0).wait()
+        if work is not None:
+            work.wait()
+            if s.add:
+                flat[s.recv[0]:s.recv[1]].add_(into)
+    return flat
+
+
+# ---- The model: lesson 05's alpha-beta plus the additions, priced plan by plan ------
+
+@dataclass(frozen=True)
+class Model:
+    """t(step) = alpha + bytes / beta + added bytes * gamma."""
+
+    alpha: float          # seconds per message
+    beta: float           # bytes per second on the wire
+    gamma: float = 0.0    # seconds per byte added
+
+
+def plan_seconds(steps, itemsize, model):
+    """The model's time for one rank's plan: its steps one after the other."""
+    total = 0.0
+    for s in steps:
+        moved = max(s.send[1] - s.send[0] if s.send_to is not None else 0,
+                    s.recv[1] - s.recv[0] if s.recv_from is not None else 0)
+        added = s.recv[1] - s.recv[0] if s.add else 0
+        total += model.alpha + moved * itemsize / model.beta + added * itemsize * model.gamma
+    return total
+
+
+def predict(algorithm, world_size, nbytes, model):
+    """Predicted seconds of an all-reduce of `nbytes`: the slowest rank's plan."""
+    return max(plan_seconds(plan(algorithm, r, world_size, nbytes), 1, model)
+               for r in range(world_size))
+
+
+@functools.lru_cache(maxsize=4096)
+def choose(world_size, nbytes, model):
+    """The algorithm the model predicts fastest for (world_size, nbytes)."""
+    return min(ALGORITHMS, key=lambda a: predict(a, world_size, nbytes, model))
+
+
+# ---- best_all_reduce: fit the model once per process group, then pick by prediction ----
+
+CALIBRATION_SIZES = [1 << k for k in range(10, 25, 2)]     # 1 KiB .. 16 MiB, as lesson 05
+_MODEL: dict = {}
+
+
+def set_model(model):
+    """best_all_reduce uses `model` (set the same on every rank); None keeps the current."""
+    if model is not None:
+        _MODEL["model"] = model
+
+
+def calibrate(sizes=CALIBRATION_SIZES, reps=5):
+    """Fit the Model here; a collective: every rank calls it and gets rank 0's fit.
+    alpha, beta: lesson 05's ping-pong and fit, per size the faster of two runs (a burst of
+    load hits one, rarely both); gamma: the median of 5 additions of 16 MiB tensors."""
+    rank, p = dist.get_rank(), dist.get_world_size()
+    kept, tracing.TRACER.events = tracing.TRACER.events, []   # ping_pong clears the trace
+    try:
+        runs = [measure.ping_pong(rank, p, sizes, reps) for _ in range(2)]
+    finally:
+        tracing.TRACER.events = kept
+    a, b, adds = torch.zeros(4 << 20), torch.ones(4 << 20), []
+    for _ in range(6):
+        t0 = time.perf_counter()
+        a.add_(b)
+        adds.append(time.perf_counter() - t0)
+    gamma = sorted(adds[1:])[2] / a.nbytes          # the first add pays the page faults
+    fit = measure.fit_alpha_beta(sizes, [min(r[n] for r in runs) for n in sizes]) \
+        if rank == 0 else (0.0, 0.0)
+    fitted = torch.tensor([*fit, gamma], dtype=torch.float64)
+    dist.broadcast(fitted[:2], 0)
+    dist.all_reduce(fitted[2:], op=dist.ReduceOp.MAX)
+    set_model(Model(*fitted.tolist()))
+    return _MODEL["model"]
+
+
+def best_all_reduce(tensor):
+    """SUM over the default group in place, like `dist.all_reduce`; returns `tensor`. Any
+    shape, numel, dtype, world size. Runs the algorithm `choose` predicts fastest under this
+    machine's model (`calibrate` on the first call, or `set_model`): the same on all ranks."""
+    flat_view(tensor)                   # refuses a non-contiguous tensor, on any world size
+    if dist.get_world_size() == 1:
+        return tensor
+    model = _MODEL.get("model") or calibrate()
+    return run_algorithm(choose(dist.get_world_size(), tensor.nbytes, model), tensor)
+
+
+def run_algorithm(algorithm, tensor):
+    """One of ALGORITHMS on `tensor`, in place, by its cached plan; returns `tensor`."""
+    run_plan(flat_view(tensor), plan(algorithm, dist.get_rank(), dist.get_world_size(),
+                                     tensor.numel()))
+    return tensor
+
+
+# ---- Worker functions for notebook 10 and `python -m labs.bench algorithms` ------------
+
+def _star_broadcast(tensor, src):
+    from labs.collectives import p2p_broadcast     # lesson 07's exercise
+    return p2p_broadcast(tensor, src)
+
+
+# Everything notebook 10 and the benchmark run, by name: fn(tensor), in place.
+CALLS = {
+    "all_reduce": lambda t: dist.all_reduce(t),
+    **{a: functools.partial(run_algorithm, a) for a in ALGORITHMS},
+    "best": best_all_reduce,
+    "recursive_doubling_all_reduce": recursive_doubling_all_reduce,
+    "halving_doubling_all_reduce": halving_doubling_all_reduce,
+    "broadcast": lambda t: dist.broadcast(t, 0),
+    "tree_broadcast": lambda t: tree_broadcast(t, 0),
+    "star_broadcast": lambda t: _star_broadcast(t, 0),
+    "reduce": lambda t: dist.reduce(t, 0),
+    "tree_reduce": lambda t: tree_reduce(t, 0),
+    "star_reduce": lambda t: star_reduce(t, 0),
+}
+
+
+def tree_demo(rank, world_size, src=0):
+    """What each rank holds after tree_broadcast of [100, 101, 102] from `src`, and on
+    `src` the sum of the ranks' numbers that tree_reduce brings."""
+    tensor = torch.arange(100, 103) if rank == src else torch.zeros(3, dtype=torch.int64)
+    got = tree_broadcast(tensor, src).tolist()
+    total = tree_reduce(torch.full((1,), rank), src)
+    return got, total.item() if rank == src else None
+
+
+def run_calls(rank, world_size, names, numel):
+    """Each named call once on `numel` seeded floats, the trace cleared before each:
+    {name: this rank's (op, peer, numel) for every point-to-point op and collective}."""
+    out = {}
+    for name in names:
+        tensor = ring.make_data(rank, (numel,), "float32")
+        tracing.TRACER.events.clear()
+        CALLS[name](tensor)
+        out[name] = [(e.op, e.peer, e.numel) for e in tracing.TRACER.events if e.op != "wait"]
+    return out
+
+
+def compare(rank, world_size, names, cases, model=None, seed=0):
+    """Each all-reduce in `names` vs dist.all_reduce: {(name, dtype, shape): (max |diff|,
+    allowed)}; allowed: 0 for int64, bfloat16's n * 2**-8 * sum|x| (lesson 05), else 1e-5."""
+    set_model(model)
+    out = {}
+    for dtype, shape in cases:
+        data = ring.make_data(rank, shape, dtype, seed)
+        expected, magnitude = data.clone(), data.double().abs()
+        dist.all_reduce(expected)
+        dist.all_reduce(magnitude)
+        biggest = magnitude.max().item() if data.numel() else 0.0
+        allowed = {"int64": 0.0, "bfloat16": world_size * 2.0 ** -8 * biggest}.get(
+            dtype, 1e-5 * max(biggest, 1.0))
+        for name in names:
+            got = data.clone()
+            CALLS[name](got)                 # in place: the tensor it was given holds the sum
+            diff = (got.double() - expected.double()).abs()
+            out[(name, dtype, tuple(shape))] = (diff.max().item() if data.numel() else 0.0,
+                                                allowed)
+    return out
+
+
+def time_calls(rank, world_size, names, sizes, reps=5, warmup=1, model=None):
+    """Time each call at each size, interleaved on these workers (labs.harness.measure.time_on_ranks:
+    every call after a barrier, on a fresh copy of seeded float32 data, the slowest rank's
+    time). Returns {nbytes: {name: [seconds per repetition]}}, the same on every rank."""
+    set_model(model)
+    if "best" in names and world_size > 1:
+        best_all_reduce(torch.zeros(1))      # calibrates (if needed) outside the timings
+    g = torch.Generator().manual_seed(rank)
+    results = {}
+    for nbytes in sizes:
+        data = torch.empty(max(1, nbytes // 4)).uniform_(-1, 1, generator=g)
+        work = torch.empty_like(data)        # one buffer per size: no page faults in timings
+        calls = {name: functools.partial(CALLS[name], work) for name in names}
+        results[nbytes] = measure.time_on_ranks(calls, reps, warmup,
+                                                setup=lambda name: work.copy_(data))
+    return results
+
+
+def fit_model(rank, world_size, sizes=CALIBRATION_SIZES, reps=5):
+    """Worker: `calibrate` on these workers; returns the Model (the same on every rank)."""
+    return calibrate(sizes, reps)
+
+
+def demo(rank, world_size):
+    """best_all_reduce of [10r, 10r + 1, 10r + 2, 10r + 3]: every rank prints the same sums."""
+    return best_all_reduce(torch.arange(4, dtype=torch.float32) + 10.0 * rank).tolist()
+
+
+if __name__ == "__main__":
+    cli.main(demo)

@@ -1,0 +1,220 @@
+"""Notebook 10's side: launches with a reference fallback, schedules as text and pictures,
+the model's predictions, the measured sweep and its verdicts."""
+from __future__ import annotations
+
+import statistics
+
+import matplotlib.pyplot as plt
+
+import labs.algorithms as lab
+from labs import WorkerError, launch, launch_exercise
+from labs.harness.bench import format_size
+from labs.harness.exercises import SOLUTIONS_ENV
+from labs.harness.plots import COLORS
+from labs.harness.timing import compare
+from labs.harness.unsolved import unsolved_exercise
+
+KIB, MIB = 1 << 10, 1 << 20
+
+
+def _silently(fn, world_size, args):
+    """launch(fn, ...), falling back to the reference solutions without a word: for the
+    launches after the first, once `launch_exercise` has said what is not solved yet."""
+    try:
+        return launch(fn, world_size, args, quiet=True)
+    except WorkerError as exc:
+        if unsolved_exercise(exc) is None:
+            raise
+    return launch(fn, world_size, args, quiet=True, env={SOLUTIONS_ENV: "1"})
+
+
+# ----------------------------------------------------------------------------------------
+# Schedules
+# ----------------------------------------------------------------------------------------
+
+def tree_rounds(world_size, root=0):
+    """The binomial tree's messages, round by round: [[(src, dst), ...], ...]. In round k
+    each relative rank v < 2^k that has the data sends it to v + 2^k."""
+    rounds, mask = [], 1
+    while mask < world_size:
+        rounds.append([((v + root) % world_size, (v + mask + root) % world_size)
+                       for v in range(mask) if v + mask < world_size])
+        mask <<= 1
+    return rounds
+
+
+def draw_tree(world_size=8):
+    """Who holds the data after each round: lesson 07's star vs the binomial tree."""
+    star = [[(0, dst)] for dst in range(1, world_size)]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), sharey=True)
+    for ax, (name, rounds) in zip(axes, [("star (lesson 07)", star),
+                                         ("binomial tree", tree_rounds(world_size))]):
+        has = {0: 0}
+        for k, messages in enumerate(rounds, 1):
+            for src, dst in messages:
+                ax.annotate("", xy=(k, dst), xytext=(k - 1, src),
+                            arrowprops=dict(arrowstyle="->", color=COLORS["send"], lw=1.2))
+                has[dst] = k
+        for rank, k in has.items():
+            ax.plot(range(k, len(rounds) + 1), [rank] * (len(rounds) + 1 - k), "o",
+                    color=COLORS["recv"], ms=5)
+        ax.set_title(f"{name}: {len(rounds)} rounds")
+        ax.set_xlabel("round (a rank sends one message per round)")
+        ax.set_xticks(range(len(rounds) + 1))
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("rank (dots: holds the data)")
+    axes[0].invert_yaxis()
+    fig.tight_layout()
+    plt.show()
+
+
+def print_plan(algorithm, world_size, numel):
+    """Each step of `algorithm` on every rank, from the plan the engine runs."""
+    plans = [lab.plan(algorithm, r, world_size, numel) for r in range(world_size)]
+    print(f"{algorithm}, {world_size} ranks, {numel} elements "
+          f"(send -> peer [elements], receive <- peer [elements], + = add it)")
+    for k in range(max(len(p) for p in plans)):
+        cells = []
+        for rank, steps in enumerate(plans):
+            cells.append(f"r{rank}: {_step_text(steps[k]) if k < len(steps) else 'idle'}")
+        print(f"step {k}: " + " | ".join(cells))
+
+
+def _step_text(step):
+    parts = []
+    if step.send_to is not None:
+        parts.append(f"->{step.send_to} {list(step.send)}")
+    if step.recv_from is not None:
+        parts.append(f"<-{step.recv_from} {list(step.recv)}{' +' if step.add else ''}")
+    return " ".join(parts) or "wait"
+
+
+def traffic(world_sizes, names, numel):
+    """Per world size, name and rank: messages sent / elements sent, from the trace of one
+    run (the engine's algorithms, lab.ALGORITHMS, bypass the tracer: from their plans)."""
+    traced = [n for n in names if n not in lab.ALGORITHMS]
+    for p in world_sizes:
+        run = launch_exercise if p == world_sizes[0] else _silently   # say it once
+        res = run(lab.run_calls, p, args=(traced, numel))
+        print(f"{p} ranks, a tensor of {numel} elements: per rank, messages sent / "
+              f"elements sent")
+        for name in names:
+            if name in lab.ALGORITHMS:
+                sent = [[s.send[1] - s.send[0] for s in lab.plan(name, r, p, numel)
+                         if s.send_to is not None] for r in range(p)]
+            else:
+                sent = [[n for op, _, n in r[name] if op in ("send", "isend")] for r in res]
+            label = f"{name} (plan)" if name in lab.ALGORITHMS else name
+            print(f"  {label:<32}" + "  ".join(f"{len(s)}/{sum(s)}".rjust(11) for s in sent))
+
+
+def check(names, world_sizes, model=None, shapes=((), (0,), (3,), (2, 5), (4099,))):
+    """Every name vs dist.all_reduce for every world size, dtype and shape: one line each."""
+    cases = [(d, s) for d in ("float32", "float64", "bfloat16", "int64") for s in shapes]
+    ok = {}
+    for p in world_sizes:
+        run = launch_exercise if p == world_sizes[0] else _silently   # say it once
+        res = run(lab.compare, p, args=(names, cases, model))
+        for name in names:
+            ok.setdefault(name, []).append(all(err <= allowed for r in res
+                                               for (n, _, _), (err, allowed) in r.items()
+                                               if n == name))
+    for name in names:
+        print(f"{name} matches dist.all_reduce on {', '.join(map(str, world_sizes))} ranks, "
+              f"4 dtypes, {len(shapes)} shapes: {all(ok[name])}")
+    return all(all(v) for v in ok.values())
+
+
+# ----------------------------------------------------------------------------------------
+# Timings: medians, ranges, verdicts computed from the numbers
+# ----------------------------------------------------------------------------------------
+
+def timing_table(samples, baseline):
+    """{nbytes: {name: [seconds]}}: per size, median and range of each name (the baseline
+    first) and each one's verdict against the baseline, computed from the ranges."""
+    for nbytes, by_name in samples.items():
+        table = compare({baseline: by_name[baseline], **by_name})
+        print(f"{format_size(nbytes)}:\n{table}")
+        for name in by_name:
+            if name != baseline:
+                print("  " + table.verdict(name, baseline))
+
+
+def fit_model(world_size=2):
+    """The model fitted on fresh workers: lesson 05's ping-pong fit, plus an addition."""
+    model = launch(lab.fit_model, world_size)[0]
+    print(f"alpha = {model.alpha * 1e6:.0f} us per message, beta = {model.beta / 1e9:.2f} "
+          f"GB/s, gamma = {model.gamma * 1e12:.0f} ps per byte added")
+    return model
+
+
+def thresholds(world_size, model, smallest=1, largest=1 << 30):
+    """Where the choice changes: [(first size it holds for, algorithm), ...], by bisection."""
+    out, lo = [(smallest, lab.choose(world_size, smallest, model))], smallest
+    while lo < largest:
+        hi = min(lo * 2, largest)
+        if lab.choose(world_size, hi, model) != out[-1][1]:
+            a, b = lo, hi
+            while b - a > 1:
+                mid = (a + b) // 2
+                same = lab.choose(world_size, mid, model) == out[-1][1]
+                a, b = (mid, b) if same else (a, mid)
+            out.append((b, lab.choose(world_size, b, model)))
+        lo = hi
+    return out
+
+
+def print_thresholds(model, world_sizes=(2, 3, 4)):
+    """From which size on the model picks each algorithm, per world size (3 digits)."""
+    def approx(nbytes):
+        scale, unit = next((s, u) for s, u in ((MIB, "MiB"), (KIB, "KiB"), (1, "B"))
+                           if nbytes >= s)
+        return f"{nbytes / scale:.3g} {unit}"
+
+    for p in world_sizes:
+        print(f"{p} ranks: " + ", then ".join(f"{a} from {approx(n)}"
+                                              for n, a in thresholds(p, model)))
+
+
+def sweep(world_sizes, sizes, names, model, reps=5):
+    """{p: {nbytes: {name: [seconds]}}}, interleaved repetitions on the same workers."""
+    return {p: launch(lab.time_calls, p, args=(names, sizes, reps, 1, model), timeout=300)[0]
+            for p in world_sizes}
+
+
+def plot_sweep(measured, model):
+    """Per world size: measured median with its range (markers) and the model (lines)."""
+    fig, axes = plt.subplots(1, len(measured), figsize=(5 * len(measured), 4), sharey=True)
+    for ax, (p, by_size) in zip(axes, measured.items()):
+        sizes = list(by_size)
+        for i, name in enumerate(next(iter(by_size.values()))):
+            color = f"C{i}"
+            med = [statistics.median(by_size[n][name]) * 1e3 for n in sizes]
+            low = [m - min(by_size[n][name]) * 1e3 for m, n in zip(med, sizes)]
+            high = [max(by_size[n][name]) * 1e3 - m for m, n in zip(med, sizes)]
+            ax.errorbar(sizes, med, yerr=[low, high], fmt="o", ms=4, color=color, label=name,
+                        capsize=2)
+            if name in lab.ALGORITHMS:
+                ax.plot(sizes, [lab.predict(name, p, n, model) * 1e3 for n in sizes], "--",
+                        color=color, lw=1)
+        ax.set(xscale="log", yscale="log", title=f"{p} ranks (dashed: the model)",
+               xlabel="tensor size")
+        ax.set_xticks(sizes, [format_size(n) for n in sizes])
+        ax.minorticks_off()
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("time (ms): median, bar = range")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    plt.show()
+
+
+def best_vs_gloo(measured, model):
+    """For every (p, size): what best_all_reduce chose, gloo's median time over its median
+    time (> 1: best_all_reduce took less), and the verdict from the ranges."""
+    for p, by_size in measured.items():
+        for nbytes, by_name in by_size.items():
+            table = compare({"all_reduce": by_name["all_reduce"], "best": by_name["best"]})
+            ratio = table.spreads["all_reduce"].median / table.spreads["best"].median
+            choice = lab.choose(p, nbytes, model)
+            print(f"{p} ranks {format_size(nbytes):>7}: chose {choice:<16} gloo/best "
+                  f"{ratio:5.2f}  {table.verdict('best', 'all_reduce')}")
