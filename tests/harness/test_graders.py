@@ -38,7 +38,9 @@ WRONG = [
      "in the batch of lengths"),
     (test_batching.test_all_pairs_exchange, 1, "batching:all_pairs_same_at_one_rank", FRESH),
     (test_waiting.test_safe_ring_shift, 2, "waiting:shift_not_waited", "still in flight"),
-    (test_waiting.test_safe_ring_shift, 2, "waiting:shift_into_input", "changed `tensor`"),
+    # the race: either the input is left changed, or (its own data came back) the result is wrong
+    (test_waiting.test_safe_ring_shift, 2, "waiting:shift_into_input",
+     ("changed `tensor`", "is wrong at flat index")),
     (test_waiting.test_overlapped_step, 2, "waiting:step_compute_first", "before posting"),
     (test_waiting.test_overlapped_step, 2, "waiting:step_compute_after_wait",
      "before computing block @ weight"),
@@ -142,7 +144,8 @@ def _id(case):
 @pytest.mark.parametrize("grader, arg, body, message", WRONG, ids=map(_id, WRONG))
 def test_a_wrong_body_fails_saying_why(grader, arg, body, message):
     started = time.perf_counter()
-    with pytest.raises(GradeFailure, match=re.escape(message)):
+    messages = message if isinstance(message, tuple) else (message,)
+    with pytest.raises(GradeFailure, match="|".join(map(re.escape, messages))):
         grader(f"{BODIES}.{body}", arg)
     if message == HUNG:     # a deadlock is reported within seconds, not minutes
         assert time.perf_counter() - started < 30
