@@ -20,6 +20,7 @@ import torch
 import torch.distributed as dist
 
 from labs import ring
+from labs.collectives import p2p_broadcast, p2p_gather
 from labs.harness import cli, measure, tracing
 from labs.harness.exercises import exercise, todo
 
@@ -155,7 +156,6 @@ def tree_reduce(tensor, dst):
 
 def star_reduce(tensor, dst):
     """Lesson 07's star, used for a reduce: `p2p_gather` to `dst`, which adds in rank order."""
-    from labs.collectives import p2p_gather
     parts = p2p_gather(tensor, dst)
     return tensor if parts is None else tensor.copy_(torch.stack(parts).sum(0))
 
@@ -340,8 +340,7 @@ def run_algorithm(algorithm, tensor):
 # ---- Worker functions for notebook 10 and `python -m labs.bench algorithms` ------------
 
 def _star_broadcast(tensor, src):
-    from labs.collectives import p2p_broadcast     # lesson 07's exercise
-    return p2p_broadcast(tensor, src)
+    return p2p_broadcast(tensor, src)              # lesson 07's exercise
 
 
 # Everything notebook 10 and the benchmark run, by name: fn(tensor), in place.

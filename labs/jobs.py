@@ -25,6 +25,7 @@ import time
 import torch
 import torch.distributed as dist
 
+from labs.harness import cli
 from labs.harness.exercises import exercise, todo
 from labs.harness.tracing import span
 from labs.waiting import overlapped_step
@@ -195,5 +196,4 @@ def demo(rank, world_size):
 
 
 if __name__ == "__main__":
-    from labs.harness import cli
     cli.main(demo)
