@@ -156,7 +156,7 @@ def test_a_correct_body_in_another_style_passes(grader, arg, body):
     grader(f"{BODIES}.{body}", arg)
 
 
-@pytest.mark.parametrize("grader", sorted({g for g, _ in GRADERS}, key=lambda g: g.__module__),
+@pytest.mark.parametrize("grader", sorted({g for g, _ in GRADERS}, key=lambda g: (g.__module__, g.__name__)),
                          ids=lambda g: g.__name__)
 def test_every_grader_fails_on_its_stub(grader):
     arg = next(a for g, a in GRADERS if g is grader)
