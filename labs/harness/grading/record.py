@@ -1,0 +1,226 @@
+"""The complete record of what one rank asked of the process group, for the graders.
+
+Every collective and point-to-point op of torch 2.13 reaches the dispatcher as an op of
+the `c10d` namespace (or `_c10d_functional` for functional collectives), whatever Python
+function made it: `dist.*`, their aliases, object collectives, or the process group's own
+methods (`pg.allreduce`, `pg.send`). A TorchDispatchMode sees every one of them there, so
+the record does not depend on a list of function names.
+
+Works are followed by identity: the Work an op returns is the same Python object the caller
+gets, and `Work.wait` / `Work.is_completed` are patched on the class, so a wait is seen
+however the Work travelled. At post time the record keeps what each buffer held; at wait
+time it checks that nobody changed a buffer while it was in flight.
+
+    with record() as ops:          # ops: list[Op], filled as calls happen
+        fn(tensor)
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+
+import torch
+import torch._C._distributed_c10d as c10d_C
+import torch.distributed as dist
+from torch.utils._python_dispatch import TorchDispatchMode
+
+# Ops that move no data: recorded, never counted as a collective that replaces the sends.
+SYNC_ONLY = frozenset({"barrier", "monitored_barrier_"})
+SENDS = frozenset({"send", "isend"})                       # c10d / _c10d_functional names
+RECVS = frozenset({"recv_", "recv_any_source_", "irecv"})
+NOT_COMMUNICATION = frozenset({"check_for_nan", "wait_tensor", "_wrap_tensor_autograd"})
+# What readers call each collective (the dispatcher's names are the process group's).
+PUBLIC_NAMES = {"allreduce_": "all_reduce", "allreduce_coalesced_": "all_reduce_coalesced",
+                "allgather_": "all_gather", "_allgather_base_": "all_gather_into_tensor",
+                "allgather_coalesced_": "all_gather_coalesced",
+                "allgather_into_tensor_coalesced_": "all_gather_into_tensor (coalesced)",
+                "reduce_scatter_": "reduce_scatter",
+                "_reduce_scatter_base_": "reduce_scatter_tensor",
+                "reduce_scatter_tensor_coalesced_": "reduce_scatter_tensor (coalesced)",
+                "broadcast_": "broadcast", "reduce_": "reduce", "gather_": "gather",
+                "scatter_": "scatter", "alltoall_": "all_to_all",
+                "alltoall_base_": "all_to_all_single", "monitored_barrier_": "monitored_barrier"}
+
+
+@dataclass
+class Op:
+    """One op that reached the process group, on this rank."""
+
+    kind: str            # "send", "recv", "sync" (barrier) or "collective"
+    name: str            # what readers call it: "send", "all_reduce", "all_gather", ...
+    peer: int | None     # global rank of the other side (p2p); None: any source, collective
+    numel: int           # elements this rank sends (send, collective) or can receive (recv)
+    dtype: str           # of the (first) tensor
+    tag: int = 0
+    seq: int = 0
+    returned_work: bool = False   # it handed back a Work the caller must wait for
+    waited: bool = False
+    changed_in_flight: str = ""   # how a buffer changed between post and wait, if it did
+
+    def describe(self) -> str:
+        size = f"{self.numel} x {self.dtype}"
+        if self.kind == "send":
+            return f"a send of {size} to rank {self.peer}"
+        if self.kind == "recv":
+            source = "any source" if self.peer is None else f"rank {self.peer}"
+            return f"a receive of {size} from {source}"
+        return f"{self.name}({size})"
+
+
+@dataclass
+class _InFlight:
+    op: Op
+    sent: list = field(default_factory=list)       # (tensor, its values at post)
+    received: list = field(default_factory=list)   # (tensor, its version at post)
+
+
+_ACTIVE: list[list[Op]] = []          # the records being filled (nested: outermost first)
+_WORKS: dict[int, tuple] = {}         # id(Work) -> (Work, _InFlight): kept alive until waited
+
+
+def _tensors(x) -> list[torch.Tensor]:
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for item in x for t in _tensors(item)]
+    return []
+
+
+def _global(pg_obj, group_rank):
+    """The global rank of `group_rank` in the process group the dispatcher was given."""
+    try:
+        pg = c10d_C.ProcessGroup.unbox(pg_obj)
+        return dist.get_global_rank(pg, group_rank)
+    except Exception:  # noqa: BLE001 - the default group, or a name: the rank is global
+        return group_rank
+
+
+def _classify(name, args) -> Op | list[Op] | None:
+    """The Op(s) a dispatcher call is, from its name and arguments (schemas of torch 2.13)."""
+    if name in NOT_COMMUNICATION:
+        return None
+    tensors = _tensors(args[0]) if args else []
+    first = tensors[0] if tensors else None
+    dtype = str(first.dtype).removeprefix("torch.") if first is not None else ""
+    numel = sum(t.numel() for t in tensors)
+    if name == "send":                            # (tensors, pg, dst, tag)
+        return Op("send", "send", _global(args[1], args[2]), numel, dtype, tag=args[3])
+    if name == "recv_":                           # (tensors, pg, src, tag)
+        return Op("recv", "recv", _global(args[1], args[2]), numel, dtype, tag=args[3])
+    if name == "recv_any_source_":                # (tensors, pg, tag)
+        return Op("recv", "recv", None, numel, dtype, tag=args[2])
+    if name in ("isend", "irecv"):                # functional: (tensor, peer, tag, group)
+        kind = "send" if name == "isend" else "recv"
+        return Op(kind, f"{name} (functional)", args[1], numel, dtype, tag=args[2])
+    if name == "batch_p2p_ops":                   # functional: (ops, peers, tags, tensors, group)
+        return [Op("send" if kind == "isend" else "recv", f"{kind} (functional)", peer, t.numel(),
+                   str(t.dtype).removeprefix("torch."), tag=tag)
+                for kind, peer, tag, t in zip(args[0], args[1], args[2], args[3])]
+    if name in SYNC_ONLY:
+        return Op("sync", PUBLIC_NAMES.get(name, name), None, 0, "")
+    sent = _tensors(args[1]) if name in _INPUT_SECOND and len(args) > 1 else tensors
+    numel = sum(t.numel() for t in sent)
+    dtype = str(sent[0].dtype).removeprefix("torch.") if sent else dtype
+    return Op("collective", PUBLIC_NAMES.get(name, name), None, numel, dtype)
+
+
+# Collectives whose first argument is the output: the data this rank sends is the second.
+_INPUT_SECOND = {"allgather_", "_allgather_base_", "allgather_coalesced_",
+                 "allgather_into_tensor_coalesced_", "reduce_scatter_", "_reduce_scatter_base_",
+                 "reduce_scatter_tensor_coalesced_", "gather_", "scatter_", "alltoall_",
+                 "alltoall_base_"}
+
+
+class _Recorder(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if func.namespace not in ("c10d", "_c10d_functional", "_c10d_functional_autograd"):
+            return out
+        found = _classify(func._opname, args)
+        if found is None:
+            return out
+        for op in found if isinstance(found, list) else [found]:
+            for ops in _ACTIVE:
+                op.seq = len(ops)
+                ops.append(op)
+        if isinstance(found, list):        # functional batch: waited through its tensors
+            for op in found:
+                op.waited = True
+            return out
+        op = found
+        works = [o for o in (out if isinstance(out, tuple) else (out,))
+                 if isinstance(o, torch.ScriptObject)]
+        if works:
+            op.returned_work = True
+            _watch(c10d_C.Work.unbox(works[0]), op, args)
+        elif func.namespace != "c10d":
+            op.returned_work, op.waited = False, True   # functional: waited through its tensor
+        return out
+
+
+def _watch(work, op, args):
+    flight = _InFlight(op)
+    tensors = _tensors(args[0])
+    if op.kind == "send":
+        flight.sent = [(t, t.detach().clone()) for t in tensors]
+    elif op.kind == "recv":
+        # A view shares its version counter with the rest of its base: only whole tensors
+        # tell us for sure that the receive buffer itself was written.
+        flight.received = [(t, t._version) for t in tensors if t._base is None]
+    _WORKS[id(work)] = (work, flight)
+
+
+def _done(work):
+    entry = _WORKS.pop(id(work), None)
+    if entry is None or entry[0] is not work:
+        return
+    flight = entry[1]
+    flight.op.waited = True
+    for tensor, before in flight.sent:
+        if not torch.equal(tensor.detach(), before):
+            flight.op.changed_in_flight = "its send buffer was written before the send was waited"
+    for tensor, version in flight.received:
+        if tensor._version != version:
+            flight.op.changed_in_flight = ("its receive buffer was written before the receive "
+                                           "was waited")
+
+
+_original_wait = c10d_C.Work.wait
+_original_is_completed = c10d_C.Work.is_completed
+
+
+def _wait(self, *args, **kwargs):
+    result = _original_wait(self, *args, **kwargs)
+    _done(self)
+    return result
+
+
+def _is_completed(self):
+    completed = _original_is_completed(self)
+    if completed:
+        _done(self)
+    return completed
+
+
+def install() -> None:
+    """Patch Work.wait and Work.is_completed (idempotent). Free until a record is open."""
+    c10d_C.Work.wait = _wait
+    c10d_C.Work.is_completed = _is_completed
+
+
+@contextlib.contextmanager
+def record():
+    """`with record() as ops:` every op that reaches the process group inside the block."""
+    install()
+    ops: list[Op] = []
+    _ACTIVE.append(ops)
+    try:
+        with _Recorder():
+            yield ops
+    finally:
+        _ACTIVE.remove(ops)
+
+
+def outstanding(ops) -> list[Op]:
+    """Ops that handed back a Work nobody has waited for (or seen completed)."""
+    return [op for op in ops if op.returned_work and not op.waited]
