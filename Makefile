@@ -14,7 +14,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 LOCK   := requirements.lock
 
-.PHONY: lab reset test check notebooks bench clean setup browser-deps lock
+.PHONY: lab reset test check notebooks bench clean setup browser-deps lock mutants
 
 setup: $(STAMP)
 
@@ -57,6 +57,12 @@ check: $(STAMP)
 
 notebooks: $(STAMP)
 	$(BIN)/python -m pytest --nbval notebooks -n $(JOBS) --dist loadfile
+
+# Wrong bodies generated from each reference solution, graded by its grader: per exercise,
+# mutants killed / survived (`make mutants EXERCISE=ring.ring_all_reduce LIMIT=30`).
+LIMIT ?= 10
+mutants: $(STAMP)
+	$(BIN)/python -m tests.mutation --limit $(LIMIT) $(EXERCISE)
 
 bench: $(STAMP)
 	$(BIN)/python -m labs.bench

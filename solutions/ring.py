@@ -83,36 +83,41 @@ def pipelined_ring_all_reduce(tensor, segment_bytes=4 << 20):
     seg = max(1, segment_bytes // flat.element_size())
     steps = 2 * (n - 1)              # steps 0..n-2 reduce, n-1..2n-3 gather
     width = bounds[0][1] - bounds[0][0]
-    scratch = _scratch((n - 1, width), flat.dtype)   # one row per reduce step
+    scratch = _scratch((steps, width), flat.dtype)   # one receive row per step
 
     def segments(c):
         start, stop = bounds[c]
         return [(a, min(a + seg, stop)) for a in range(start, stop, seg)]
 
-    # 1. Post every receive now, in the order the sends will come. gloo's send waits for
-    #    the receiver's "ready" notice; with all receives posted, no send ever waits for one.
+    # 1. Post every receive now, in the order the sends will come, each into its own
+    #    scratch row: nothing we write later is a buffer still in flight.
     plan, ops = [], []
     for t in range(steps):
         c = (rank - t - 2) % n
         start = bounds[c][0]
         for a, b in segments(c):
-            # Gather steps receive straight into the tensor. Safe although we may still be
-            # sending that chunk: its final sum can only come back around the ring after
-            # r+1 has received our send of it.
-            buf = scratch[t, a - start:b - start] if t < n - 1 else flat[a:b]
+            buf = scratch[t, a - start:b - start]
             plan.append((t, a, b, buf))
             ops.append(dist.P2POp(dist.irecv, buf, prev))
     receives = dist.batch_isend_irecv(ops) if ops else []
+    sending = {}                     # segment -> the isend still reading it
+
+    def send(a, b):
+        sending[(a, b)] = dist.isend(flat[a:b], nxt)
+
     # 2. Step 0 sends our own chunk r-1 as it is.
-    sends = [dist.isend(flat[a:b], nxt) for a, b in segments((rank - 1) % n)]
-    # 3. Each segment, as soon as it arrives: add it (reduce steps), forward it to r+1.
+    for a, b in segments((rank - 1) % n):
+        send(a, b)
+    # 3. Each segment, as soon as it arrives: add it (reduce steps) or copy it (gather
+    #    steps) into the tensor, once the send reading that segment is done; forward it.
     for (t, a, b, buf), work in zip(plan, receives):
         work.wait()
-        if t < n - 1:
-            with span("add"):
-                flat[a:b].add_(buf)
+        if (a, b) in sending:
+            sending.pop((a, b)).wait()
+        with span("add" if t < n - 1 else "copy"):
+            flat[a:b].add_(buf) if t < n - 1 else flat[a:b].copy_(buf)
         if t + 1 < steps:
-            sends.append(dist.isend(flat[a:b], nxt))
-    for work in sends:
+            send(a, b)
+    for work in sending.values():
         work.wait()
     return tensor

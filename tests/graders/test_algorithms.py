@@ -11,12 +11,13 @@ import pytest
 import torch
 
 from labs.harness.grading import (GradeFailure, call, check_close, check_p2p_only,
-                                  fail_if_any, grade, implementation, p2p_ops, seeded)
+                                  fail_if_any, grade, implementation, non_contiguous_case,
+                                  p2p_ops, seeded)
 
 DTYPES = ["float32", "float64", "bfloat16", "int64"]
 SHAPES = [(), (0,), (1,), (3,), (2, 5), (257,)]
 CASES = [(dtype, shape) for dtype in DTYPES for shape in SHAPES]
-WORLD_SIZES = [1, 2, 3, 4, 5, 8]
+WORLD_SIZES = [1, 2, 3, 4, 5, 6, 7, 8]
 BF16_U = 2.0 ** -8     # bfloat16's rounding unit: n additions stay within n*u*sum|x|
 
 
@@ -38,8 +39,12 @@ def broadcast_worker(rank, world_size, impl, cases):
 
 def all_reduce_worker(rank, world_size, impl, name, cases):
     fn = implementation(impl, "algorithms", name)
-    return [call(fn, seeded(rank, shape, dtype, i), must_complete=True)
-            for i, (dtype, shape) in enumerate(cases)]
+    calls = [call(fn, seeded(rank, shape, dtype, i), must_complete=True)
+             for i, (dtype, shape) in enumerate(cases)]
+    failures = non_contiguous_case(fn, rank, what=name)
+    if failures:
+        raise GradeFailure(failures[0])
+    return calls
 
 
 # ----------------------------------------------------------------------------------------

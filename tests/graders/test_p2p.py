@@ -1,6 +1,15 @@
-"""Lesson 01 (labs/p2p.py): graders for ping_pong and pass_token."""
+"""Lesson 01 (labs/p2p.py): graders for ping_pong and pass_token.
+
+Besides the values and the method, a partner that behaves differently (a probe) proves that
+rank 0's results come from what arrived, not from a local computation: it adds another
+number than the lesson's partner would, and takes its time before replying, so that a
+round-trip time must include the reply.
+"""
+import time
+
 import pytest
 import torch
+import torch.distributed as dist
 
 from labs.harness.grading import (GradeFailure, call, check_close, check_fresh, check_p2p_only,
                                   check_untouched, grade, implementation, p2p_ops, seeded)
@@ -57,6 +66,67 @@ def test_ping_pong(impl, world_size):
                                f"rank {dst} over all cases; the trace shows {len(sends)} sends "
                                f"and {len(recvs)} receives. Each reply must travel over the "
                                f"network, not be computed locally.")
+
+
+PROBE_SLEEP = 0.02      # the probe's pause before each reply: a round trip lasts longer
+
+
+def ping_pong_probe_worker(rank, world_size, impl, rounds):
+    """Rank 0: the body under test. Rank 1: a probe that adds 2 (not 1) after a pause."""
+    body = getattr(implementation(impl, "p2p", "ping_pong"), "body", None)
+    tensor = seeded(0, (6,), torch.float32, 7)
+    if rank == 0:
+        started = time.perf_counter()
+        replies, seconds = (body or implementation(impl, "p2p", "ping_pong"))(tensor, rounds)
+        return [r.clone() for r in replies], list(seconds), time.perf_counter() - started
+    for _ in range(rounds):
+        buf = torch.empty_like(tensor)
+        dist.recv(buf, src=0)
+        time.sleep(PROBE_SLEEP)
+        dist.send(buf + 2, dst=0)
+    return None
+
+
+def pass_token_probe_worker(rank, world_size, impl):
+    """Rank 0: the body under test. The others: a probe that adds 10 * rank, not rank."""
+    fn = implementation(impl, "p2p", "pass_token")
+    body = getattr(fn, "body", fn)
+    token = seeded(0, (3,), torch.float32, 5)
+    if rank == 0:
+        return body(token).clone()
+    held = torch.empty_like(token)
+    dist.recv(held, src=rank - 1)
+    dist.send(held + 10 * rank, dst=(rank + 1) % world_size)
+    return None
+
+
+@pytest.mark.grades("ping_pong")
+@pytest.mark.parametrize("world_size", [2])
+def test_ping_pong_replies_are_what_arrived(impl, world_size):
+    rounds = 3
+    replies, seconds, elapsed = grade(ping_pong_probe_worker, world_size, args=(impl, rounds),
+                                      what="ping_pong")[0]
+    start = seeded(0, (6,), torch.float32, 7)
+    for r, reply in enumerate(replies):
+        check_close(reply, start + 2 * (r + 1), rank=0, what=(
+            f"ping_pong with a partner that adds 2 per round (round {r}): rank 0's replies "
+            f"must be what arrived, not computed locally"))
+    if min(seconds) < PROBE_SLEEP or sum(seconds) > elapsed:
+        raise GradeFailure(f"ping_pong: the partner paused {PROBE_SLEEP * 1000:g} ms before "
+                           f"each reply, and the whole call took {elapsed * 1000:.1f} ms, but "
+                           f"rank 0 measured round trips of "
+                           f"{', '.join(f'{s * 1000:.2f}' for s in seconds)} ms: time each "
+                           f"round from before the send to after the reply has arrived")
+
+
+@pytest.mark.grades("pass_token")
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_pass_token_result_is_what_arrived(impl, world_size):
+    got = grade(pass_token_probe_worker, world_size, args=(impl,), what="pass_token")[0]
+    expected = seeded(0, (3,), torch.float32, 5) + 10 * sum(range(world_size))
+    check_close(got, expected, rank=0, what=(
+        f"pass_token with partners that add 10 x rank (world_size={world_size}): rank 0 "
+        f"must return the token that came back to it, not compute it"))
 
 
 def _check_rank_0(got, start, rounds, what):

@@ -25,20 +25,30 @@ DTYPES = ["float32", "float64", "bfloat16", "int64"]
 # The graders reject what they must, and accept correct bodies in other styles
 # ----------------------------------------------------------------------------------------
 
+BUILTIN = "the lesson builds this from point-to-point sends and receives"
+PARTNERS = "in this method rank"
+
+
 @pytest.mark.parametrize("grader, bad, world_size, message", [
-    ("tree_broadcast", "broadcast_builtin", 2, "point-to-point sends and receives only"),
+    ("tree_broadcast", "broadcast_builtin", 2, BUILTIN),
     ("tree_broadcast", "broadcast_star", 4, "after 3 rounds"),
     ("tree_broadcast", "broadcast_chain", 5, "after 4 rounds"),
-    ("recursive_doubling_all_reduce", "all_reduce_builtin", 4, "the trace shows all_reduce"),
-    ("recursive_doubling_all_reduce", "all_reduce_ring", 4, "recursive doubling on 4 ranks"),
-    ("recursive_doubling_all_reduce", "all_reduce_new_tensor", 2, "must work in place"),
-    ("recursive_doubling_all_reduce", "all_reduce_no_fold", 3, "is wrong at flat index"),
-    ("halving_doubling_all_reduce", "all_reduce_builtin", 2, "the trace shows all_reduce"),
-    ("halving_doubling_all_reduce", "all_reduce_ring", 4, "halving-doubling on 4 ranks"),
-    ("halving_doubling_all_reduce", "all_reduce_doubling", 2, "halving-doubling on 2 ranks"),
+    ("recursive_doubling_all_reduce", "all_reduce_builtin", 4, BUILTIN),
+    ("recursive_doubling_all_reduce", "all_reduce_ring", 4,
+     ("recursive doubling on 4 ranks", PARTNERS)),
+    ("recursive_doubling_all_reduce", "all_reduce_new_tensor", 2,
+     ("must work in place", "must return its first argument itself")),
+    ("recursive_doubling_all_reduce", "all_reduce_no_fold", 3,
+     ("is wrong at flat index", PARTNERS, "never sent anything")),
+    ("halving_doubling_all_reduce", "all_reduce_builtin", 2, BUILTIN),
+    ("halving_doubling_all_reduce", "all_reduce_ring", 4,
+     ("halving-doubling on 4 ranks", PARTNERS)),
+    ("halving_doubling_all_reduce", "all_reduce_doubling", 2,
+     ("halving-doubling on 2 ranks", "the method has 2")),
 ])
 def test_graders_reject_wrong_bodies(grader, bad, world_size, message):
-    with pytest.raises(GradeFailure, match=re.escape(message)):
+    messages = message if isinstance(message, tuple) else (message,)
+    with pytest.raises(GradeFailure, match="|".join(map(re.escape, messages))):
         _grade(grader, f"{BODIES}:{bad}", world_size)
 
 

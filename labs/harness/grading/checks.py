@@ -4,8 +4,9 @@ Checks on the method (the trace) are in method.py."""
 from __future__ import annotations
 
 import torch
+import torch.distributed as dist
 
-from labs.harness.grading.calls import Call
+from labs.harness.grading.calls import Call, in_case, seeded
 from labs.harness.grading.run import GradeFailure
 
 
@@ -63,3 +64,28 @@ def check_filled(call: Call, position, *, rank, what):
                            f"tensor; fill the caller's tensors in place ({name}[i].copy_(...) "
                            f"or receive straight into {name}[i]): the caller holds them, "
                            f"not your list")
+
+
+def non_contiguous_case(fn, rank, *, what, seed=999):
+    """Worker side: `fn` (an in-place all-reduce) on a tensor that is not contiguous (a
+    transposed view). Either it sums it in place, or every rank refuses it with an error
+    that says it must be contiguous. Returns this rank's failures, as messages."""
+    data = seeded(rank, (5, 3), "float32", seed).t()
+    expected = data.contiguous()
+    dist.all_reduce(expected)
+    with in_case("float32, shape (3, 5), not contiguous (a transposed view)"):
+        try:
+            fn(data)
+        except Exception as exc:  # noqa: BLE001 - the contract may refuse it: how?
+            if "contiguous" in str(exc):
+                return []
+            return [f"{what}, a tensor that is not contiguous: rank {rank} raised "
+                    f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}; sum it through "
+                    f"a contiguous copy written back, or refuse it with an error that says "
+                    f"it must be contiguous"]
+    try:
+        check_close(data, expected, rank=rank, what=f"{what}, a tensor that is not contiguous "
+                    f"(sum it in place, or refuse it with an error naming 'contiguous')")
+    except GradeFailure as exc:
+        return [str(exc)]
+    return []

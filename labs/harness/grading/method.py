@@ -12,8 +12,9 @@ from labs.harness.grading.run import GradeFailure
 from labs.harness.tracing import P2P_OPS
 
 SENDS, RECVS = ("send", "isend"), ("recv", "irecv")
-# What a rank may do besides point-to-point ops while it runs a point-to-point exercise.
-NOT_COLLECTIVES = (*P2P_OPS, "wait", "compute")
+# What a rank may do besides point-to-point ops while it runs a point-to-point exercise:
+# waits, computation, and synchronisation that moves no data.
+NOT_COLLECTIVES = (*P2P_OPS, "wait", "compute", "barrier", "monitored_barrier")
 
 
 def p2p_ops(events, rank=None, ops=P2P_OPS) -> list:

@@ -1,7 +1,6 @@
 """Run an exercise on real workers for a grader, and turn what went wrong into advice."""
 from __future__ import annotations
 
-import importlib
 import re
 
 from labs import HangError, WorkerError, launch
@@ -22,21 +21,6 @@ class GradeFailure(AssertionError):
 GradeFailure.__module__ = "labs.harness.grading"   # where graders import it from
 
 
-def implementation(impl: str, module: str, name: str):
-    """The body under test, looked up in the worker.
-
-    impl "labs": `labs.<module>.<name>` as you wrote it (the stub's own body, never the
-    solution); "solutions": `solutions.<module>.<name>`. The graders' own tests grade known
-    right and wrong bodies with any other impl: "package.module" (its `<name>`) or
-    "package.module:attribute".
-    """
-    if impl not in ("labs", "solutions"):
-        path, _, attribute = impl.partition(":")
-        return getattr(importlib.import_module(path), attribute or name)
-    fn = getattr(importlib.import_module(f"{impl}.{module}"), name)
-    return getattr(fn, "stub", fn) if impl == "labs" else fn
-
-
 def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
           pg_timeout=HANG_SECONDS, **kwargs):
     """launch() for graders: quiet, stubs never replaced, failures turned into advice.
@@ -55,8 +39,10 @@ def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
         checked = {r: c for r, c in exc.causes.items() if c.startswith("GradeFailure: ")}
         if checked:     # a check inside the worker failed: its message says it all
             rank, cause = min(checked.items())
-            raise GradeFailure(f"{what} (world_size={world_size}): rank {rank}: "
-                               f"{cause.removeprefix('GradeFailure: ')}") from None
+            cause = cause.removeprefix("GradeFailure: ")
+            who = "" if cause.startswith(f"rank {rank} ") else f"rank {rank}: "
+            raise GradeFailure(f"{what} (world_size={world_size}{_case(exc, rank)}): {who}"
+                               f"{cause}") from None
         rank = min(exc.ranks) if exc.ranks else 0
         raise GradeFailure(f"{what} (world_size={world_size}{_case(exc, rank)}): rank {rank} "
                            f"{_cause(exc.causes.get(rank, 'failed'))}\n{exc}") from None

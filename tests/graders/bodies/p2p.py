@@ -4,6 +4,9 @@ import time
 import torch
 import torch.distributed as dist
 
+from solutions.p2p import pass_token as reference_pass_token
+from solutions.p2p import ping_pong as reference_ping_pong
+
 
 def ping_pong_local(tensor, rounds):
     """Right values from one message: rank 1 gets the start once, both compute the rest."""
@@ -78,4 +81,38 @@ def pass_token_batched(token):
     dist.irecv(held, rank - 1).wait()
     held.add_(rank)
     dist.isend(held, (rank + 1) % world_size).wait()
+    return held
+
+
+def ping_pong_reply_local(tensor, rounds):
+    """Every message travels, but rank 0 returns replies it computed itself."""
+    rank = dist.get_rank()
+    if rank != 0:
+        return reference_ping_pong(tensor, rounds)
+    replies, seconds = reference_ping_pong(tensor, rounds)
+    return [tensor + r + 1 for r in range(rounds)], seconds
+
+
+def ping_pong_clock_after_send(tensor, rounds):
+    """Right values, but each 'round trip' stops the clock after the send."""
+    rank = dist.get_rank()
+    if rank != 0:
+        return reference_ping_pong(tensor, rounds)
+    current, replies, seconds = tensor, [], []
+    for _ in range(rounds):
+        reply = torch.empty_like(tensor)
+        t0 = time.perf_counter()
+        dist.send(current, dst=1)
+        seconds.append(time.perf_counter() - t0)
+        dist.recv(reply, src=1)
+        replies.append(reply)
+        current = reply
+    return replies, seconds
+
+
+def pass_token_rank0_local(token):
+    """The token goes round, but rank 0 returns the sum it computed, not what came back."""
+    held = reference_pass_token(token)
+    if dist.get_rank() == 0:
+        return token + sum(range(dist.get_world_size()))
     return held

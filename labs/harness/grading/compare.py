@@ -1,0 +1,163 @@
+"""The reference defines the method: compare one rank's communication with the reference's.
+
+Both bodies run on the same inputs in the same launch (labs.harness.grading.graded); each
+leaves a record (labs.harness.grading.record). Per rank, they must agree on:
+
+  * collectives that move data: the same ones (a barrier moves none and is ignored);
+  * for every (direction, peer): the same messages, each with its size and dtype, in the
+    same order (two ranks' messages match in the order they were posted), unless the
+    exercise declares that their order may vary.
+
+What may differ: blocking or not, batched or not, tags, the order across peers, and any
+extra synchronisation that moves no data. An exercise declares more in its `Method`.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from labs.harness.grading.record import Op
+
+
+@dataclass(frozen=True)
+class Method:
+    """What an exercise's reference communication fixes, and what it leaves free.
+
+    why:     the method in one sentence, for messages; {rank}, {p}, {next}, {prev} are
+             filled in ("in the ring, rank {rank} sends only to rank {next} = ({rank} + 1) % {p}").
+    ordered: messages to (or from) one peer must come in the reference's order.
+    writes:  positions of the arguments the contract lets it write (in place).
+    returns: "fresh" (new tensors), "input" (its first argument, in place), "view" (a view
+             of an argument), "nothing" (None), or "any".
+    returns_requests: it hands back Works for the caller to wait (not waited inside).
+    compare: how much of the reference's communication is the method:
+             "exact":   partners, and each message's size and dtype (in order, if ordered);
+             "counts":  partners and dtypes; the number of messages per peer; no message
+                        larger than the reference's largest (how a tensor is cut into chunks,
+                        or in which step which part travels, may differ);
+             "volume":  partners and dtypes, and the elements exchanged with each peer in
+                        all (how they are split into messages is free);
+             "routing": only point-to-point, in the reference's dtypes (who forwards to whom
+                        is free: the exercise's own grader checks its rounds or values).
+    """
+
+    why: str
+    ordered: bool = True
+    writes: tuple = ()
+    returns: str = "fresh"
+    returns_requests: bool = False
+    compare: str = "exact"
+
+
+def _messages(ops, kind) -> dict:
+    """{peer: [(numel, dtype), ...]} of this rank's sends or receives, in posting order."""
+    found: dict = {}
+    for op in ops:
+        if op.kind == kind and op.numel:     # an empty message carries nothing: optional
+            found.setdefault(op.peer, []).append((op.numel, op.dtype))
+    return found
+
+
+def _collectives(ops) -> Counter:
+    return Counter(op.name for op in ops if op.kind == "collective")
+
+
+def _sizes(messages) -> str:
+    shown = ", ".join(f"{n} x {d}" for n, d in messages[:6])
+    return shown + (f", ... ({len(messages)} in all)" if len(messages) > 6 else "")
+
+
+def _peer(peer) -> str:
+    return "any source" if peer is None else f"rank {peer}"
+
+
+def differences(mine: list[Op], reference: list[Op], method: Method, *, rank: int,
+                world_size: int) -> list[str]:
+    """What this rank did differently from the reference, one sentence each (empty: none)."""
+    why = method.why.format(rank=rank, p=world_size, next=(rank + 1) % max(world_size, 1),
+                            prev=(rank - 1) % max(world_size, 1))
+    found = []
+    extra = _collectives(mine) - _collectives(reference)
+    if extra:
+        found.append(f"rank {rank} called {', '.join(sorted(extra))}: the lesson builds this "
+                     f"from point-to-point sends and receives ({why})")
+        return found
+    missing = _collectives(reference) - _collectives(mine)
+    if missing:
+        found.append(f"rank {rank} never called {', '.join(sorted(missing))} ({why})")
+    if method.compare == "routing":
+        return found + _compare_dtypes(mine, reference, rank=rank)
+    for kind, verb, prep in (("send", "sent", "to"), ("recv", "received", "from")):
+        does = "sends" if kind == "send" else "receives"
+        got, expected = _messages(mine, kind), _messages(reference, kind)
+        for peer in sorted(set(got) - set(expected), key=lambda p: (p is None, p)):
+            where = ", ".join(_peer(p) for p in sorted(expected))
+            only = (f"in this method rank {rank} {does} {prep} {where} only" if where else
+                    f"in this method rank {rank} {does} nothing in this case")
+            found.append(f"rank {rank} {verb} {_sizes(got[peer])} {prep} {_peer(peer)}; "
+                         f"{only}: {why}")
+        for peer in sorted(set(expected) & set(got)):
+            found += _compare_peer(got[peer], expected[peer], method, rank=rank, verb=verb,
+                                   does=does, prep=prep, peer=peer, why=why)
+        for peer in sorted(set(expected) - set(got)):
+            found.append(f"rank {rank} never {verb} anything {prep} {_peer(peer)}; expected "
+                         f"{_sizes(expected[peer])}: {why}")
+        if method.compare == "counts" and not found:
+            found += _compare_counts(got, expected, rank=rank, verb=verb, prep=prep, why=why)
+        if method.compare == "volume" and not found:
+            found += _compare_volume(got, expected, rank=rank, verb=verb, prep=prep, why=why)
+    return found
+
+
+def _compare_counts(got, expected, *, rank, verb, prep, why) -> list[str]:
+    """compare="counts": as many messages with each peer, none larger than the largest."""
+    for peer in sorted(expected):
+        if len(got[peer]) != len(expected[peer]):
+            return [f"rank {rank} {verb} {len(got[peer])} message(s) {prep} {_peer(peer)}; the "
+                    f"method has {len(expected[peer])}: {why}"]
+    largest = max((n for messages in expected.values() for n, _ in messages), default=0)
+    big = [(peer, n) for peer, messages in got.items() for n, _ in messages if n > largest]
+    if big:
+        peer, n = big[0]
+        return [f"rank {rank} {verb} a message of {n} elements {prep} {_peer(peer)}; in this "
+                f"method no message holds more than {largest}: {why}"]
+    return []
+
+
+def _compare_volume(got, expected, *, rank, verb, prep, why) -> list[str]:
+    """compare="volume": the same number of elements with each peer, however split."""
+    for peer in sorted(expected):
+        total, reference = (sum(n for n, _ in got[peer]), sum(n for n, _ in expected[peer]))
+        if total != reference:
+            return [f"rank {rank} {verb} {total} elements {prep} {_peer(peer)} in all; the "
+                    f"method moves {reference}: {why}"]
+    return []
+
+
+def _compare_dtypes(mine, reference, *, rank) -> list[str]:
+    """compare="routing": every message in a dtype the reference's messages have."""
+    dtypes = {op.dtype for op in reference if op.kind in ("send", "recv") and op.numel}
+    other = [op for op in mine if op.kind in ("send", "recv") and op.numel
+             and dtypes and op.dtype not in dtypes]
+    if other:
+        return [f"rank {rank} posted {other[0].describe()}; the messages travel in the "
+                f"tensor's own dtype ({', '.join(sorted(dtypes))}), never widened or narrowed"]
+    return []
+
+
+def _compare_peer(got, expected, method, *, rank, verb, does, prep, peer, why) -> list[str]:
+    dtypes = {d for _, d in expected}
+    wrong_dtype = [(n, d) for n, d in got if d not in dtypes]
+    if wrong_dtype:
+        n, d = wrong_dtype[0]
+        return [f"rank {rank} {verb} {n} x {d} {prep} {_peer(peer)}; the messages travel in "
+                f"the tensor's own dtype ({', '.join(sorted(dtypes))}), never widened or "
+                f"narrowed"]
+    if method.compare != "exact":
+        return []          # counts per peer and the largest size: checked by the caller
+    same = got == expected if method.ordered else Counter(got) == Counter(expected)
+    if same:
+        return []
+    order = "" if method.ordered else " (in any order)"
+    return [f"rank {rank} {verb} {len(got)} message(s) {prep} {_peer(peer)}: {_sizes(got)}; "
+            f"the method {does} {len(expected)}{order}: {_sizes(expected)}: {why}"]

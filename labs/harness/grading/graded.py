@@ -1,0 +1,185 @@
+"""An exercise body under grading: the properties every exercise must have, checked on
+every call, in the worker, by one piece of code rather than by each grader.
+
+`implementation()` hands a grader a `Graded` body. Each call of it:
+  1. runs the reference solution on copies of the same arguments (the same launch, so
+     every rank does), recording its communication;
+  2. runs the body under test on the arguments, recording its communication;
+  3. raises GradeFailure, on this rank, if
+       * it communicated differently from the reference (compare.differences);
+       * it returned with a request nobody waited for, or wrote a buffer in flight;
+       * it wrote an argument the contract does not let it write;
+       * its result shares memory with an argument (where the contract wants new tensors);
+       * a result it returned earlier has changed (a buffer it keeps and reuses).
+"""
+from __future__ import annotations
+
+import copy
+import importlib
+import inspect
+
+import torch
+import torch.distributed as dist
+
+from labs.harness import tracing
+from labs.harness.grading.compare import Method, differences
+from labs.harness.grading.methods import METHODS
+from labs.harness.grading.record import outstanding, record
+from labs.harness.grading.run import GradeFailure
+
+
+def implementation(impl: str, module: str, name: str):
+    """The body under test, looked up in the worker, as a `Graded` body when the exercise
+    has a method (labs.harness.grading.methods).
+
+    impl "labs": `labs.<module>.<name>` as you wrote it (the stub's own body, never the
+    solution); "solutions": `solutions.<module>.<name>`. The graders' own tests grade known
+    right and wrong bodies with any other impl: "package.module" (its `<name>`) or
+    "package.module:attribute".
+    """
+    if impl not in ("labs", "solutions"):
+        path, _, attribute = impl.partition(":")
+        body = getattr(importlib.import_module(path), attribute or name)
+    else:
+        fn = getattr(importlib.import_module(f"{impl}.{module}"), name)
+        body = getattr(fn, "stub", fn) if impl == "labs" else fn
+    method = METHODS.get(f"{module}.{name}")
+    if method is None:
+        return body
+    reference = getattr(importlib.import_module(f"solutions.{module}"), name)
+    return Graded(name, body, reference, method)
+
+
+def _copy(x):
+    """A copy of the arguments for the reference: tensors cloned (keeping their subclass),
+    containers rebuilt, modules deep-copied (gradients too), anything else shared."""
+    if isinstance(x, torch.Tensor):
+        return x.clone()
+    if isinstance(x, (list, tuple)):
+        return type(x)(_copy(item) for item in x)
+    if isinstance(x, dict):
+        return {key: _copy(value) for key, value in x.items()}
+    if isinstance(x, torch.nn.Module):
+        return copy.deepcopy(x)
+    return x
+
+
+def _tensors(x) -> list[torch.Tensor]:
+    """Every tensor in x: a tensor, a (nested) list, tuple or dict of them, or a module's
+    parameters (their values: gradients are what a module argument may change)."""
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for item in x for t in _tensors(item)]
+    if isinstance(x, dict):
+        return [t for item in x.values() for t in _tensors(item)]
+    if isinstance(x, torch.nn.Module):
+        return [p.data for p in x.parameters()]
+    return []
+
+
+def _snapshot(x) -> list[torch.Tensor]:
+    return [t.detach().clone() for t in _tensors(x)]
+
+
+def _unchanged(x, snapshot) -> bool:
+    now = _tensors(x)
+    return len(now) == len(snapshot) and all(
+        a.shape == b.shape and torch.equal(a.detach(), b) for a, b in zip(now, snapshot))
+
+
+def _shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return bool(a.numel() and b.numel()) and \
+        a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+class Graded:
+    """`name`'s body under test, with its reference and its declared `Method`."""
+
+    def __init__(self, name: str, body, reference, method: Method):
+        self.name, self.body, self.reference, self.method = name, body, reference, method
+        self.__name__ = getattr(body, "__name__", name)
+        self.__wrapped__ = body          # inspect.signature sees the body's parameters
+        self._earlier: list = []         # (result, its values when returned) of earlier calls
+
+    def __call__(self, *args, **kwargs):
+        if not dist.is_initialized():
+            return self.body(*args, **kwargs)
+        expected = self._reference_ops(args, kwargs)
+        with torch._C.DisableTorchFunctionSubclass():
+            before = [_snapshot(a) for a in args]
+        with record() as ops:
+            result = self.body(*args, **kwargs)
+        # The checks compare tensors: not through a Watched tensor's tracing (not compute).
+        with torch._C.DisableTorchFunctionSubclass():
+            problems = self._problems(ops, ops if expected is None else expected, args,
+                                      before, result)
+        if problems:       # the case is in the rank's status note: grade() names it
+            first, *more = dict.fromkeys(problems)
+            raise GradeFailure(first + (f" (and {len(more)} more problem(s))" if more else ""))
+        if not self.method.returns_requests:      # those results fill in after return
+            with torch._C.DisableTorchFunctionSubclass():
+                self._earlier.append((result, _snapshot(result)))
+        return result
+
+    def _reference_ops(self, args, kwargs):
+        """The reference's record on copies of the arguments (None: the body IS the
+        reference). Its timeline events are dropped: the trace shows the body's calls."""
+        if self.body is self.reference:
+            return None
+        copies = _copy((args, kwargs))
+        start = len(tracing.TRACER.events)
+        try:
+            with record() as ops:
+                self.reference(*copies[0], **copies[1])
+        except Exception:  # noqa: BLE001 - a contract that raises (checked_exchange): the
+            return None    # body must raise too, and its own grader checks how
+        finally:
+            del tracing.TRACER.events[start:]
+        return ops
+
+    def _problems(self, ops, expected, args, before, result) -> list[str]:
+        rank, world_size = dist.get_rank(), dist.get_world_size()
+        method = self.method
+        problems = [f"rank {rank} returned with {op.describe()} never waited for: wait() "
+                    f"for every request before returning (a batch returns one per op)"
+                    for op in ([] if method.returns_requests else outstanding(ops))]
+        problems += [f"rank {rank} posted {op.describe()} and {op.changed_in_flight}: a "
+                     f"buffer belongs to the transfer from post to wait"
+                     for op in ops if op.changed_in_flight]
+        problems += differences(ops, expected, method, rank=rank, world_size=world_size)
+        names = _parameter_names(self.body, len(args))
+        problems += [f"rank {rank} changed its argument `{names[i]}`; the contract lets it "
+                     f"only read it" for i, (a, b) in enumerate(zip(args, before))
+                     if i not in method.writes and not _unchanged(a, b)]
+        problems += self._result_problems(result, args, rank)
+        return problems
+
+    def _result_problems(self, result, args, rank) -> list[str]:
+        returns, problems = self.method.returns, []
+        if returns == "input" and args and result is not args[0]:
+            problems.append(f"rank {rank} must return its first argument itself (the contract "
+                            f"is in place), got {type(result).__name__}")
+        if returns == "nothing" and result is not None:
+            problems.append(f"rank {rank} must return None, got {type(result).__name__}")
+        if returns == "fresh":
+            inputs = _tensors(args)
+            if any(_shares_memory(r, a) for r in _tensors(result) for a in inputs):
+                problems.append(f"rank {rank} returned a tensor that shares memory with an "
+                                f"argument: return new tensors, the caller may change its "
+                                f"own next")
+        for earlier, values in self._earlier:
+            if earlier is not None and not _unchanged(earlier, values):
+                problems.append(f"rank {rank} changed what an earlier call returned when "
+                                f"{self.__name__} was called again: return new tensors each "
+                                f"call, not a buffer (or list) you keep and reuse")
+                break
+        return problems
+
+
+def _parameter_names(fn, n) -> list[str]:
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    return [names[i] if i < len(names) else f"argument {i}" for i in range(n)]

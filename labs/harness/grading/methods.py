@@ -1,0 +1,63 @@
+"""Each exercise's method: its reference solution (solutions/<module>.py, same name) and what
+the comparison leaves free. One entry per exercise; the graders look it up by name."""
+from labs.harness.grading.compare import Method
+
+RING = "in the ring, rank {rank} sends only to rank {next} and receives only from rank {prev}"
+_PER_PEER = "every gradient to every other rank, and each of theirs received"
+
+METHODS = {
+    "p2p.ping_pong": Method("ranks 0 and 1 bounce the tensor, one send and one receive per "
+                            "round each way"),
+    "p2p.pass_token": Method("the token travels once around the ring 0 -> 1 -> ... -> 0: "
+                             "rank {rank} receives from rank {prev} and sends to rank {next}"),
+    "batching.exchange_with_neighbours": Method("rank {rank} sends its tensor to both "
+                                                "neighbours and receives one from each"),
+    "batching.ring_shift": Method("one message straight to rank + k, one from rank - k, "
+                                  "not relayed through the ranks between"),
+    "batching.all_pairs_exchange": Method("to every other rank: its length first, then the "
+                                          "chunk, in the chunk's own dtype"),
+    "waiting.safe_ring_shift": Method(RING),
+    "waiting.overlapped_step": Method(RING, writes=(2,)),
+    "deadlocks.exchange_batched": Method("one send to the peer and one receive from it"),
+    "deadlocks.exchange_parity_ordered": Method("one send to the peer and one receive from it"),
+    "deadlocks.checked_exchange": Method("the fixed-size metadata (encode_meta) first, then "
+                                         "the tensor, each way"),
+    "ring.ring_reduce_scatter": Method(RING + ", one chunk per step", writes=(0,),
+                                       returns="view"),
+    "ring.ring_all_reduce": Method(RING + ", one chunk per step", writes=(0,), returns="input",
+                                   compare="counts"),
+    "ring.pipelined_ring_all_reduce": Method(RING + ", one segment per message", writes=(0,),
+                                             returns="input", compare="counts"),
+    "gradients.average_gradients_all_to_all": Method(_PER_PEER, writes=(0,),
+                                                     returns="nothing", compare="volume"),
+    "gradients.average_gradients_ring": Method(RING + ", one ring all-reduce per dtype",
+                                               writes=(0,), returns="nothing", compare="counts"),
+    "gradients.average_gradients_bucketed": Method(RING + ", one ring all-reduce per bucket "
+                                                   "of plan_buckets", writes=(0,),
+                                                   returns="nothing", compare="counts"),
+    "collectives.p2p_broadcast": Method("src sends to every other rank; the others receive "
+                                        "from src only", writes=(0,), returns="input",
+                                        compare="routing"),
+    "collectives.p2p_gather": Method("every rank sends to dst; dst receives from each",
+                                     compare="routing"),
+    "collectives.p2p_all_gather": Method(RING + ", one rank's tensor per step"),
+    "collectives.p2p_all_to_all": Method("one message to and one from every other rank",
+                                         writes=(0,), returns="input"),
+    "snippets.fixed_average_gradients": Method(_PER_PEER, writes=(0,), returns="nothing",
+                                               compare="volume"),
+    "patterns.send_forward_recv_backward": Method("one send to and one receive from the "
+                                                  "next stage"),
+    "patterns.send_backward_recv_forward": Method("one send to and one receive from the "
+                                                  "previous stage"),
+    "patterns.rotate_kv": Method(RING + ": k and v each way", returns_requests=True),
+    "algorithms.tree_broadcast": Method("the binomial tree: rank {rank} receives once from "
+                                        "its parent, then sends to its children",
+                                        writes=(0,), returns="input", compare="routing"),
+    "algorithms.recursive_doubling_all_reduce": Method(
+        "recursive doubling: whole tensors with partner rank ^ 2^k, extra ranks folded in "
+        "and out", writes=(0,), returns="input"),
+    "algorithms.halving_doubling_all_reduce": Method(
+        "recursive halving then doubling: half the remaining data with partner rank ^ 2^k "
+        "each step, extra ranks folded in and out", writes=(0,), returns="input",
+        compare="counts"),
+}
