@@ -125,6 +125,28 @@ def ungrouped_exchange(rank, world_size):
     return buf.tolist()
 
 
+def asymmetric_batch(rank, world_size):
+    """NVIDIA/nccl#2130's asymmetric batch, on gloo: rank 0 posts [isend to 1, irecv from 1],
+    rank 1 posts only [irecv from 0], so rank 0's receive has no matching send.
+
+    Rank 1 prints what it received and returns it; rank 0 waits for every Work of its batch.
+    Run it with a short pg_timeout: rank 0's wait on the unmatched receive never returns.
+    """
+    if rank > 1:
+        return None
+    if rank == 0:
+        works = dist.batch_isend_irecv([dist.P2POp(dist.isend, torch.full((3,), 7.0), 1),
+                                        dist.P2POp(dist.irecv, torch.zeros(3), 1)])
+        for work in works:
+            work.wait()
+        return "rank 0's batch completed"
+    buf = torch.zeros(3)
+    for work in dist.batch_isend_irecv([dist.P2POp(dist.irecv, buf, 0)]):
+        work.wait()
+    print(f"its one-op batch completed: received {buf.tolist()}")
+    return buf.tolist()
+
+
 def batch_on_gloo(rank, world_size):
     """Ranks 0 and 1 exchange two tensors each way in one batch of four ops."""
     peer = 1 - rank

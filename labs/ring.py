@@ -1,10 +1,11 @@
 """Lesson 05: an all-reduce built from point-to-point ops, one idea at a time.
 
 Every function below sums `tensor` in place over the default group and returns it,
-exactly what `dist.all_reduce(tensor)` (SUM) does:
+exactly what `dist.all_reduce(tensor)` (SUM) does. Notation, as in the whole course: p ranks
+(world_size), a tensor of n bytes, r a rank.
 
   naive_all_reduce           gather to rank 0 with P2P ops, sum there, send the sum back
-  pass_along_all_reduce      a ring that passes whole tensors: n-1 steps
+  pass_along_all_reduce      a ring that passes whole tensors: p-1 steps
   ring_reduce_scatter        EXERCISE 1: the first half of the bandwidth-optimal ring
   ring_all_reduce            EXERCISE 2: reduce-scatter + all-gather, one
                              batch_isend_irecv([isend next, irecv prev]) per step
@@ -12,7 +13,7 @@ exactly what `dist.all_reduce(tensor)` (SUM) does:
                              one segment overlaps the transfer of the next
 
 They share one chunking rule (`chunk_bounds`) and one ring orientation: rank r sends to
-r+1 and receives from r-1 (mod n). Worker functions for notebook 05 and for
+r+1 and receives from r-1 (mod p). Worker functions for notebook 05 and for
 `python -m labs.bench ring` follow: comparisons with `dist.all_reduce`, bytes on the wire,
 all-reduce timings. Ping-pong, bandwidths and the alpha-beta model live in labs.harness.measure
 and are re-exported here (`labs.ring.fit_alpha_beta`, ...).
@@ -73,8 +74,8 @@ def ring_schedule(world_size: int) -> list[str]:
 def naive_all_reduce(tensor):
     """Every rank sends its tensor to rank 0, which sums and sends the sum to every rank.
 
-    Correct, but rank 0 receives and sends n-1 full tensors while the others idle:
-    its link and its adds are the bottleneck, and the cost grows with n.
+    Correct, but rank 0 receives and sends p-1 full tensors while the others idle:
+    its link and its adds are the bottleneck, and the cost grows with p.
     """
     rank, world_size = dist.get_rank(), dist.get_world_size()
     if world_size == 1:
@@ -101,10 +102,10 @@ def naive_all_reduce(tensor):
 # ----------------------------------------------------------------------------------------
 
 def pass_along_all_reduce(tensor):
-    """n-1 steps; at each, send what you last received to r+1 and receive from r-1.
+    """p-1 steps; at each, send what you last received to r+1 and receive from r-1.
 
-    After n-1 steps every rank has seen every other rank's tensor once. No rank is special,
-    but every rank sends n-1 full tensors: (n-1) * N bytes, against 2(n-1)/n * N for the
+    After p-1 steps every rank has seen every other rank's tensor once. No rank is special,
+    but every rank sends p-1 full tensors: (p-1) * n bytes, against 2(p-1)/p * n for the
     reduce-scatter + all-gather ring.
     """
     rank, world_size = dist.get_rank(), dist.get_world_size()
@@ -138,16 +139,16 @@ def ring_reduce_scatter(tensor):
         ranks. Other chunks hold partial sums (unspecified).
       * Returns the view `tensor.view(-1)[start:stop]` of chunk `rank`.
       * world_size == 1: nothing to do (you cannot send to yourself on gloo).
-      * The method (the grader reads it from the trace): point-to-point only, n-1 messages
-        per rank, each one chunk (at most ceil(numel / n) elements) in the tensor's own
+      * The method (the grader reads it from the trace): point-to-point only, p-1 messages
+        per rank, each one chunk (at most ceil(numel / p) elements) in the tensor's own
         dtype: partial sums travel and are added in that dtype, as gloo's do.
 
-    Hint: n-1 steps. At step s, rank r sends chunk (r - s - 1) % n to r + 1 and receives
-    chunk (r - s - 2) % n from r - 1 with ONE
+    Hint: p-1 steps. At step s, rank r sends chunk (r - s - 1) % p to r + 1 and receives
+    chunk (r - s - 2) % p from r - 1 with ONE
     `dist.batch_isend_irecv([P2POp(isend, ...), P2POp(irecv, ...)])`, into a scratch
     buffer (never into the chunk you are sending), waits for both, then adds the scratch
     into that chunk. The chunk you just added is the one you send at the next step.
-    `ring_schedule(n)` prints the plan.
+    `ring_schedule(p)` prints the plan.
     """
     raise todo("notebook 05, 'Exercise 1: reduce-scatter'")
 
@@ -165,12 +166,12 @@ def ring_all_reduce(tensor):
         tensor's own dtype, as gloo does, so bfloat16 rounds at every step (the grader
         allows for that); never reduce a float32 copy of a bfloat16 tensor (twice the bytes).
       * The method (the grader reads it from the trace): point-to-point only, no
-        collective; 2(n-1) messages per rank, each one chunk (at most ceil(numel / n)
-        elements): 2(n-1)/n of the tensor per rank, not the whole tensor n-1 times.
+        collective; 2(p-1) messages per rank, each one chunk (at most ceil(numel / p)
+        elements): 2(p-1)/p of the tensor per rank, not the whole tensor p-1 times.
 
     Hint: call your `ring_reduce_scatter(tensor)` (rank r now owns the sum of chunk r),
-    then all-gather: n-1 steps where rank r sends chunk (r - s) % n to r + 1 and receives
-    chunk (r - s - 1) % n from r - 1 straight into the tensor (no add), one
+    then all-gather: p-1 steps where rank r sends chunk (r - s) % p to r + 1 and receives
+    chunk (r - s - 1) % p from r - 1 straight into the tensor (no add), one
     `batch_isend_irecv([isend next, irecv prev])` per step.
     """
     raise todo("notebook 05, 'Exercise 2: ring all-reduce'")
@@ -189,13 +190,13 @@ def pipelined_ring_all_reduce(tensor, segment_bytes=4 << 20):
     on the wire, and you forward segment k to r + 1 as soon as it is summed instead of
     waiting for the whole chunk.
 
-    Hint: number the 2(n-1) steps of the whole ring t = 0 .. 2n-3: at step t rank r sends
-    chunk (r - t - 1) % n and receives chunk (r - t - 2) % n (reduce-scatter while
-    t < n-1, all-gather after). Then:
+    Hint: number the 2(p-1) steps of the whole ring t = 0 .. 2p-3: at step t rank r sends
+    chunk (r - t - 1) % p and receives chunk (r - t - 2) % p (reduce-scatter while
+    t < p-1, all-gather after). Then:
       1. post every receive first, one irecv per segment, in step order (one
          batch_isend_irecv of irecv P2POps): reduce-scatter steps into rows of a scratch
-         tensor of shape (n-1, chunk size), all-gather steps straight into the tensor;
-      2. isend the segments of chunk (r - 1) % n (step 0 sends your own data);
+         tensor of shape (p-1, chunk size), all-gather steps straight into the tensor;
+      2. isend the segments of chunk (r - 1) % p (step 0 sends your own data);
       3. for every receive, in order: wait for it, add it into the tensor (reduce-scatter
          steps only), and isend that segment of the tensor to r + 1 (unless t is the last
          step);
@@ -262,7 +263,7 @@ def compare_with_all_reduce(rank, world_size, variants, cases, seed=0, segment_b
 
     Returns {(variant, dtype, shape): {"equal": bitwise equal to all_reduce,
     "diff": max |variant - all_reduce|, "err": max |variant - exact sum|,
-    "ref_err": max |all_reduce - exact sum|, "bound": max of n * 2**-8 * sum_i |x_i|}},
+    "ref_err": max |all_reduce - exact sum|, "bound": max of p * 2**-8 * sum_i |x_i|}},
     the exact sum computed in float64. `bound` is the bfloat16 rounding bound.
     """
     out = {}

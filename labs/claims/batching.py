@@ -148,3 +148,15 @@ def subgroup_peer_must_be_a_member():
     rejected = "Global rank 1 is not part of group" in printed
     return ClaimResult(rejected, f"P2POp(isend, peer=1, group=[0, 2]) on rank 0 raised "
                                  f"ValueError 'Global rank 1 is not part of group': {rejected}")
+
+
+@claim("02", "an asymmetric batch on gloo (rank 0: isend + irecv, rank 1: irecv only): the matched "
+             "send and receive complete, rank 0 waits on its unmatched receive until the timeout")
+def asymmetric_batch_matched_half_completes():
+    outcome = attempt(lesson.asymmetric_batch, 2, timeout=10, pg_timeout=1.5)
+    printed = outcome.error.outputs.get(1, "") if outcome.error is not None else ""
+    received = "received [7.0, 7.0, 7.0]" in printed
+    holds = (outcome.kind == "hang" and received and "rank 1" not in outcome.brief
+             and "rank 0: blocked in wait() on irecv(from 1" in outcome.brief)
+    return ClaimResult(holds, f"rank 1 received its data: {received}; {outcome.kind}: "
+                              f"{outcome.brief.split('; posted')[0]}")

@@ -5,7 +5,9 @@ with `@exercise`. You replace the body with your own. The reference body lives i
 `solutions/<same module>.py` under the same name (one source of truth per body).
 
 When the environment variable P2P_COURSE_SOLUTIONS=1 is set, a marked stub calls the
-reference solution instead. The notebook test run sets it (the committed notebook outputs
+reference solution instead. P2P_COURSE_SOLUTIONS=name1,name2 does it for those exercises only
+(launch_exercise uses it: an unsolved exercise runs its reference, your other exercises run
+your code). The notebook test run sets it (the committed notebook outputs
 are the solutions' outputs); `make lab` does not, so in JupyterLab you run your own code.
 `launch` forwards the variable to its workers at call time.
 """
@@ -21,13 +23,20 @@ def solutions_enabled() -> bool:
     return os.environ.get(SOLUTIONS_ENV, "") == "1"
 
 
+def solution_wanted(name: str) -> bool:
+    """Does exercise `name` run its reference body: all of them (P2P_COURSE_SOLUTIONS=1),
+    or this one among a comma-separated list of names?"""
+    value = os.environ.get(SOLUTIONS_ENV, "")
+    return value == "1" or name in value.split(",")
+
+
 def exercise(stub):
     """Mark `stub` as an exercise; see the module docstring."""
     solution_module = "solutions." + stub.__module__.rsplit(".", 1)[-1]
 
     @functools.wraps(stub)
     def run(*args, **kwargs):
-        if solutions_enabled():
+        if solution_wanted(stub.__name__):
             solution = getattr(importlib.import_module(solution_module), stub.__name__)
             return solution(*args, **kwargs)
         return stub(*args, **kwargs)

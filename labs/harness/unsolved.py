@@ -2,7 +2,9 @@
 
 `launch_exercise` is `launch` for a cell whose workers call an exercise. Solved: you see
 your own result. Not solved yet: two lines say which exercise, where, and how to grade it,
-then the cell shows the reference solution's result, so the lesson still reads to its end.
+then the cell runs again with that exercise's reference body in its place (and only that
+one: an exercise you did solve still runs your code, e.g. your all-gather on top of the
+reference reduce-scatter), so the lesson still reads to its end.
 """
 from __future__ import annotations
 
@@ -27,25 +29,30 @@ def unsolved_exercise(exc: WorkerError) -> tuple[str, str] | None:
 
 
 def say_unsolved(name: str, file: str) -> None:
-    """The two lines a cell prints before it shows the reference result instead of yours."""
-    print(f"Exercise `{name}` ({file}) is not solved yet: below is the REFERENCE "
-          f"solution's result, not yours.")
+    """The two lines a cell prints before it runs the reference body in place of yours."""
+    print(f"Exercise `{name}` ({file}) is not solved yet: below, the REFERENCE solution "
+          f"runs in its place.")
     print("Solve it, grade it with `make check`, then run this cell again to see your own.")
 
 
 def launch_exercise(fn, world_size: int = 2, args=(), timeout: float = 30.0, **kwargs):
-    """launch(fn, ...); if an exercise it calls is not solved yet, say so in two lines and
-    return the reference solution's results instead."""
+    """launch(fn, ...); for every exercise it calls that is not solved yet, say so in two
+    lines (once per exercise) and run again with that exercise's reference body only."""
     quiet = kwargs.pop("quiet", False)
-    try:
-        results = launch(fn, world_size, args, timeout, quiet=True, **kwargs)
-    except WorkerError as exc:
-        unsolved = unsolved_exercise(exc)
-        if unsolved is None:
-            raise
-        say_unsolved(*unsolved)
-        env = {**(kwargs.pop("env", None) or {}), SOLUTIONS_ENV: "1"}
-        return launch(fn, world_size, args, timeout, quiet=quiet, env=env, **kwargs)
+    env = dict(kwargs.pop("env", None) or {})
+    stand_ins: list[str] = []              # exercises whose reference body runs in their place
+    while True:
+        run_env = {**env, SOLUTIONS_ENV: ",".join(stand_ins)} if stand_ins else env
+        try:
+            results = launch(fn, world_size, args, timeout, quiet=True, env=run_env or None,
+                             **kwargs)
+            break
+        except WorkerError as exc:
+            unsolved = unsolved_exercise(exc)
+            if unsolved is None or unsolved[0] in stand_ins:
+                raise
+            say_unsolved(*unsolved)
+            stand_ins.append(unsolved[0])
     if not quiet:
         replay(results.outputs)
     return results

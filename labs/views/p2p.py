@@ -43,3 +43,20 @@ def rendezvous_explorer():
     widgets.interact_manual(_plot_only, delay=widgets.FloatSlider(
         value=0.3, min=0.0, max=1.0, step=0.05, description="receiver's delay (s)",
         style={"description_width": "initial"}, layout=widgets.Layout(width="420px")))
+
+
+def start_skew(trace) -> None:
+    """Print when each rank posted its first call (ms after the run's first call), and how
+    much of rank 0's final receive was spent before the last rank had even started: the
+    token ring's long blue bar, read from the trace."""
+    first = {}
+    for e in trace:
+        first[e.rank] = min(first.get(e.rank, e.t_post), e.t_post)
+    t0, last = min(first.values()), max(first.values())
+    for rank in sorted(first):
+        print(f"rank {rank} posted its first call at {(first[rank] - t0) * 1e3:6.1f} ms")
+    wait = next(e for e in trace if e.rank == 0 and e.op in ("recv", "irecv", "wait")
+                and e.t_post > first[0] and e.t_done is not None)
+    before = max(0.0, last - wait.t_post)
+    print(f"rank 0's {wait.op} waited {(wait.t_done - wait.t_post) * 1e3:.1f} ms, "
+          f"{before * 1e3:.1f} ms of it before the last rank had started")

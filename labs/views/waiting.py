@@ -8,10 +8,17 @@ from labs.waiting import MODES
 
 def overlap_timeline(trace, title="", unit="ms"):
     """The timeline of lab.overlap_timing with a dashed line where each mode starts (when
-    rank 0 leaves the barrier that starts it) and the mode's name above it. Returns the Axes."""
+    rank 0 leaves the barrier that starts it) and the mode's name above it; the untimed
+    warm-up before the first mode is shaded and named. Returns the Axes."""
     ax = timeline(trace, title=title, arrows=False, unit=unit)
     scale = 1e3 if unit == "ms" else 1.0
     starts = sorted(e.t_done for e in trace if e.rank == 0 and e.op == "barrier" and e.t_done)
+    if starts:
+        # Before the first mode: lab.overlap_timing's untimed warm-up (one exchange, one
+        # matmul), shaded and named so that nobody reads it as part of a mode.
+        ax.axvspan(0, starts[0] * scale, color="grey", alpha=0.08, lw=0)
+        ax.text(0, 1.16, " warm-up (untimed)", fontsize=8, transform=ax.get_xaxis_transform(),
+                ha="left", va="bottom", color="dimgrey")
     for k, start in enumerate(starts):
         x = start * scale
         ax.axvline(x, color="black", lw=0.8, ls="--")

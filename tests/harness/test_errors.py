@@ -85,3 +85,15 @@ def test_unsolved_exercise_shows_the_reference_result_marked(capsys, no_leftover
 def test_a_hang_is_still_a_hang_error(no_leftover_workers):
     with pytest.raises(HangError, match=r"rank 0: blocked [\d.]+ s in send\(to 1"):
         launch(blocked_sends, 2, timeout=3, pg_timeout=1.5, quiet=True)
+
+
+def test_a_stand_in_is_per_exercise(monkeypatch):
+    """launch_exercise swaps in the reference of the unsolved exercise only: P2P_COURSE_SOLUTIONS
+    names it, and every other exercise keeps running the learner's body."""
+    from labs.harness.exercises import solution_wanted
+    monkeypatch.setenv("P2P_COURSE_SOLUTIONS", "ring_reduce_scatter")
+    assert solution_wanted("ring_reduce_scatter") and not solution_wanted("ring_all_reduce")
+    monkeypatch.setenv("P2P_COURSE_SOLUTIONS", "1")
+    assert solution_wanted("ring_all_reduce")
+    monkeypatch.setenv("P2P_COURSE_SOLUTIONS", "0")
+    assert not solution_wanted("ring_reduce_scatter")

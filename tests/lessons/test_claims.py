@@ -1,5 +1,6 @@
 """The claims ledger (labs/claims): every claim holds on the pinned torch, and a claim that
 stops holding is reported: the command exits non-zero and check() raises."""
+import json
 import os
 import re
 import subprocess
@@ -84,3 +85,32 @@ def test_list_and_unknown_ids(capsys):
     with pytest.raises(KeyError, match="Did you mean is_completed_stays_false_on_gloo"):
         get("is_completed_stays_false")
     assert main(["--lesson", "42"]) == 2
+
+
+def _ledger_cells(text):
+    """The ledger column (the last) of every rules-card table row in `text`."""
+    rows = [line for line in text.splitlines() if line.startswith("| ") and line.endswith(" |")]
+    return [row.rstrip(" |").rsplit(" | ", 1)[-1] for row in rows
+            if not row.startswith(("| rule |", "|---"))]
+
+
+def _named_claims(text):
+    return {name for cell in _ledger_cells(text) for name in re.findall(r"`(\w+)`", cell)}
+
+
+def test_rules_cards_point_to_claims_that_exist():
+    """Every ledger entry a rules card names (in a notebook or in notebooks/RULES.md) is a
+    claim of the ledger; the README links the one-page rules."""
+    rules = (ROOT / "notebooks" / "RULES.md").read_text()
+    assert "notebooks/RULES.md" in (ROOT / "README.md").read_text()
+    assert "<!-- lessons 06-11 -->" in rules
+    for lesson in ("00", "01", "02", "03", "04", "05"):
+        assert f"\n## {lesson} · " in rules, f"RULES.md has no section for lesson {lesson}"
+    named = _named_claims(rules)
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text())["cells"]
+        cards = ["".join(c["source"]) for c in cells
+                 if c["cell_type"] == "markdown" and "## Rules card" in "".join(c["source"])]
+        named |= {name for card in cards for name in _named_claims(card)}
+    assert named, "no rules card names a claim"
+    assert sorted(named - set(CLAIMS)) == [], "rules cards name claims the ledger does not have"

@@ -71,3 +71,12 @@ def test_exercise_runners_use_the_solution(monkeypatch):
     start, replies, seconds = results[0][1]
     assert len(replies) == len(seconds) == 2 and torch.equal(replies[1], start + 2)
     assert results[2][1] is None
+
+
+def test_start_skew_reads_each_rank_s_first_call_and_rank_0_s_wait(capsys):
+    results = launch(lab.token_ring_run, 4, args=(100,), quiet=True, env={"P2P_COURSE_SOLUTIONS": "1"})
+    view.start_skew(results.trace)
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" posted")[0] for line in lines[:4]] == [f"rank {r}" for r in range(4)]
+    assert lines[4].startswith("rank 0's recv waited ") and lines[4].endswith(
+        "before the last rank had started")

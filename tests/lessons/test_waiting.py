@@ -62,6 +62,8 @@ def test_overlap_timing_computes_the_same_in_both_modes():
     ax = view.overlap_timeline(results.trace, title="modes")
     assert [t.get_text().strip() for t in ax.texts if t.get_text().strip() in lab.MODES] == \
         list(lab.MODES)
+    # ... and names the untimed warm-up before the first mode.
+    assert "warm-up (untimed)" in [t.get_text().strip() for t in ax.texts]
 
 
 def test_overlap_timing_gives_interleaved_samples_per_mode():
