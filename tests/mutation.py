@@ -232,8 +232,11 @@ def main(argv=None) -> int:
     parser.add_argument("exercises", nargs="*", help="module.name (default: all)")
     parser.add_argument("--limit", type=int, default=10, help="mutants per exercise")
     parser.add_argument("--report", default="test-artifacts/mutants.json")
+    parser.add_argument("--part", default="1/1", help="i/n: every n-th exercise from the i-th "
+                        "(run n processes side by side)")
     options = parser.parse_args(argv)
-    exercises = options.exercises or sorted(METHODS)
+    part, parts = map(int, options.part.split("/"))
+    exercises = (options.exercises or sorted(METHODS))[part - 1::parts]
     folder = Path(tempfile.mkdtemp(prefix="p2p-mutants-"))
     sys.path.insert(0, str(folder))       # the workers import the mutants by name
     results, number = [], 0

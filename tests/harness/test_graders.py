@@ -21,7 +21,7 @@ HUNG = "hung (world_size="
 ANOTHER_RANK = "it to send only to"
 BUILTIN = "the lesson builds this from point-to-point"
 PARTNERS = "in this method rank"
-SIZES = "the method sends"
+SIZES = ("the method sends", "the method has", "no message holds more than")
 FRESH = ("returned a tensor it was given", "shares memory with an argument")
 
 # (grader, world size, body in tests/graders/bodies/<lesson>.py, what the failure must say)
@@ -50,7 +50,7 @@ WRONG = [
     # the race: either the input is left changed, or (its own data came back) the result is wrong
     (test_waiting.test_safe_ring_shift, 2, "waiting:shift_into_input",
      ("changed `tensor`", "is wrong at flat index",
-      "written before the send was waited")),
+      "written before the send was waited", "changed its argument `tensor`")),
     (test_waiting.test_overlapped_step, 2, "waiting:step_compute_first", "before posting"),
     (test_waiting.test_overlapped_step, 2, "waiting:step_compute_after_wait",
      "before computing block @ weight"),
@@ -67,12 +67,12 @@ WRONG = [
     (test_deadlocks.test_checked_exchange, 2, "deadlocks:checked_says_mismatch",
      "must name both shapes and both dtypes"),
     (test_ring.test_ring_reduce_scatter, 2, "ring:rs_all_reduce", BUILTIN),
-    (test_ring.test_ring_reduce_scatter, 3, "ring:rs_whole_tensors", ("never whole tensors", PARTNERS, SIZES)),
+    (test_ring.test_ring_reduce_scatter, 3, "ring:rs_whole_tensors", ("never whole tensors", PARTNERS, *SIZES)),
     (test_ring.test_ring_reduce_scatter, 2, "ring:rs_float32", "own dtype (bfloat16)"),
     (test_ring.test_ring_all_reduce, 3, "ring:ring_builtin", BUILTIN),
     (test_ring.test_ring_all_reduce, 2, "ring:ring_half_builtin", BUILTIN),
-    (test_ring.test_ring_all_reduce, 2, "ring:ring_pass_along", ("never whole tensors", PARTNERS, SIZES)),
-    (test_ring.test_ring_all_reduce, 3, "ring:ring_pass_along", ("never whole tensors", PARTNERS, SIZES)),
+    (test_ring.test_ring_all_reduce, 2, "ring:ring_pass_along", ("never whole tensors", PARTNERS, *SIZES)),
+    (test_ring.test_ring_all_reduce, 3, "ring:ring_pass_along", ("never whole tensors", PARTNERS, *SIZES)),
     (test_ring.test_ring_all_reduce, 2, "ring:ring_bf16_in_float32", "own dtype (bfloat16)"),
     (test_ring.test_ring_all_reduce, 2, "ring:ring_send_first", HUNG),
     (test_ring.test_pipelined_ring_all_reduce, 2, "ring:pipelined_builtin",
@@ -86,22 +86,23 @@ WRONG = [
     (test_gradients.test_average_gradients_ring, 2, "gradients:ring_avg_all_reduce",
      BUILTIN),
     (test_gradients.test_average_gradients_ring, 2, "gradients:ring_avg_promoted",
-     "one flat buffer per dtype"),
+     ("one flat buffer per dtype", *SIZES)),
     (test_gradients.test_average_gradients_ring, 2, "gradients:ring_avg_with_lab_ring",
      "average_gradients_ring calls ring_all_reduce (labs/ring.py), which is not solved yet"),
     (test_gradients.test_average_gradients_bucketed, 2, "gradients:bucketed_ignores_size",
-     "one buffer per bucket of plan_buckets"),
+     ("one buffer per bucket of plan_buckets", *SIZES)),
     (test_gradients.test_average_gradients_bucketed, 2, "gradients:bucketed_forward_order",
-     "one buffer per bucket of plan_buckets"),
+     ("one buffer per bucket of plan_buckets", *SIZES)),
     (test_gradients.test_average_gradients_bucketed, 2, "gradients:bucketed_closes_early",
-     "one buffer per bucket of plan_buckets"),
+     ("one buffer per bucket of plan_buckets", *SIZES)),
     (test_collectives.test_p2p_broadcast, 2, "collectives:broadcast_builtin",
      BUILTIN),
     (test_collectives.test_p2p_gather, 2, "collectives:gather_builtin", BUILTIN),
     (test_collectives.test_p2p_gather, 2, "collectives:gather_aliases_input", FRESH),
     (test_collectives.test_p2p_all_gather, 2, "collectives:all_gather_builtin",
      BUILTIN),
-    (test_collectives.test_p2p_all_gather, 3, "collectives:all_gather_star", "not a star"),
+    (test_collectives.test_p2p_all_gather, 3, "collectives:all_gather_star",
+     ("not a star", PARTNERS)),
     (test_collectives.test_p2p_all_gather, 1, "collectives:all_gather_aliases_at_one_rank",
      FRESH),
     (test_collectives.test_p2p_all_to_all, 2, "collectives:all_to_all_builtin",
@@ -128,7 +129,8 @@ WRONG += [
     (test_ring.test_ring_reduce_scatter, 3, U + "rs_straight_to_owner", PARTNERS),
     (test_ring.test_ring_all_reduce, 3, U + "ring_then_star", PARTNERS),
     (test_collectives.test_p2p_all_gather, 3, U + "all_gather_growing", "the method sends"),
-    (test_p2p.test_pass_token, 3, U + "pass_token_star_any_source", "from any source"),
+    (test_p2p.test_pass_token, 3, U + "pass_token_star_any_source",
+     ("from any source", PARTNERS)),
     (test_ring.test_ring_all_reduce, 2, U + "ring_float64_messages", "never widened"),
     (test_ring.test_ring_all_reduce, 2, U + "ring_builtin_when_small", BUILTIN),
     (test_ring.test_ring_all_reduce, 6, U + "ring_builtin_for_large_worlds", BUILTIN),

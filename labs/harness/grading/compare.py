@@ -49,11 +49,12 @@ class Method:
     compare: str = "exact"
 
 
-def _messages(ops, kind) -> dict:
-    """{peer: [(numel, dtype), ...]} of this rank's sends or receives, in posting order."""
+def _messages(ops, kind, empty=False) -> dict:
+    """{peer: [(numel, dtype), ...]} of this rank's sends or receives, in posting order.
+    Empty messages carry nothing: left out unless `empty`."""
     found: dict = {}
     for op in ops:
-        if op.kind == kind and op.numel:     # an empty message carries nothing: optional
+        if op.kind == kind and (op.numel or empty):
             found.setdefault(op.peer, []).append((op.numel, op.dtype))
     return found
 
@@ -90,6 +91,10 @@ def differences(mine: list[Op], reference: list[Op], method: Method, *, rank: in
     for kind, verb, prep in (("send", "sent", "to"), ("recv", "received", "from")):
         does = "sends" if kind == "send" else "receives"
         got, expected = _messages(mine, kind), _messages(reference, kind)
+        if method.compare == "counts":
+            found += _compare_counts(got, _messages(reference, kind, empty=True), rank=rank,
+                                     verb=verb, does=does, prep=prep, why=why)
+            continue
         for peer in sorted(set(got) - set(expected), key=lambda p: (p is None, p)):
             where = ", ".join(_peer(p) for p in sorted(expected))
             only = (f"in this method rank {rank} {does} {prep} {where} only" if where else
@@ -102,19 +107,30 @@ def differences(mine: list[Op], reference: list[Op], method: Method, *, rank: in
         for peer in sorted(set(expected) - set(got)):
             found.append(f"rank {rank} never {verb} anything {prep} {_peer(peer)}; expected "
                          f"{_sizes(expected[peer])}: {why}")
-        if method.compare == "counts" and not found:
-            found += _compare_counts(got, expected, rank=rank, verb=verb, prep=prep, why=why)
         if method.compare == "volume" and not found:
             found += _compare_volume(got, expected, rank=rank, verb=verb, prep=prep, why=why)
     return found
 
 
-def _compare_counts(got, expected, *, rank, verb, prep, why) -> list[str]:
-    """compare="counts": as many messages with each peer, none larger than the largest."""
-    for peer in sorted(expected):
-        if len(got[peer]) != len(expected[peer]):
+def _compare_counts(got, expected, *, rank, verb, does, prep, why) -> list[str]:
+    """compare="counts": partners among the reference's (empty messages included: with
+    fewer elements than ranks, which partner gets one depends on how the tensor is cut), at
+    most as many messages with each, none larger than the reference's largest."""
+    for peer in sorted(set(got) - set(expected), key=lambda p: (p is None, p)):
+        where = ", ".join(_peer(p) for p in sorted(expected, key=lambda p: (p is None, p)))
+        return [f"rank {rank} {verb} {_sizes(got[peer])} {prep} {_peer(peer)}; in this method "
+                f"rank {rank} {does} {prep} {where or 'nobody in this case'} only: {why}"]
+    for peer in sorted(got, key=lambda p: (p is None, p)):
+        if len(got[peer]) > len(expected[peer]):
             return [f"rank {rank} {verb} {len(got[peer])} message(s) {prep} {_peer(peer)}; the "
                     f"method has {len(expected[peer])}: {why}"]
+    dtypes = {d for messages in expected.values() for _, d in messages}
+    for peer, messages in got.items():
+        for n, d in messages:
+            if dtypes and d not in dtypes:
+                return [f"rank {rank} {verb} {n} x {d} {prep} {_peer(peer)}; the messages "
+                        f"travel in the tensor's own dtype ({', '.join(sorted(dtypes))}), "
+                        f"never widened or narrowed"]
     largest = max((n for messages in expected.values() for n, _ in messages), default=0)
     big = [(peer, n) for peer, messages in got.items() for n, _ in messages if n > largest]
     if big:
