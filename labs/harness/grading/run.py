@@ -148,36 +148,49 @@ def _cause(cause: str) -> str:
 
 
 _RANK = re.compile(r"\brank (\d+)\b")
+_PARENS = re.compile(r"\([^()]*(?:\([^()]*\)[^()]*)*\)")
+
+
+def problem_kind(text: str) -> str:
+    """`text` without what varies from case to case: parenthesised details (the case's
+    dtype and shape) and numbers (ranks, indices, values, world sizes)."""
+    return re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "#", _PARENS.sub("", text))
 
 
 def _problem(message: str):
-    """(key, rank): messages with the same key are one problem seen on several ranks, e.g.
-    "case 3 (...): rank 0 is wrong at flat index 1: got ..." on ranks 0 and 2. The key is
-    the text before "rank N" and what follows it up to the details (":", ";" or ","),
-    numbers masked; a message that names no rank is its own key."""
+    """(key, rank, case): messages with the same key are one problem, seen on several ranks
+    or in several cases, e.g. "case 3 (...): rank 0 is wrong at flat index 1: got ..." and
+    "case 5 (...): rank 2 is wrong at flat index 4: ...". The key is the case's words and
+    what is said of the rank up to its details (":", ";" or ","), numbers and parenthesised
+    details masked; `case`: the text before "rank N" (None: the message names no rank)."""
     found = _RANK.search(message)
     if not found:
-        return message, None
+        return problem_kind(message), None, None
     head = re.split(r"[:;,]", message[found.end():], maxsplit=1)[0]
-    return (message[:found.start()], re.sub(r"\d+", "#", head)), int(found[1])
+    case = message[:found.start()]
+    return (problem_kind(case), problem_kind(head)), int(found[1]), case
 
 
 def distinct_problems(messages) -> list[str]:
-    """One line per distinct problem, in the order first seen: the first rank's message, then
-    the other ranks that show the same problem."""
+    """One line per distinct problem, in the order first seen: its first message, then where
+    else the same problem shows (the other ranks, the number of other cases)."""
     groups: dict = {}
     for message in messages:
-        key, rank = _problem(message)
-        first, ranks = groups.setdefault(key, (message, []))
+        key, rank, case = _problem(message)
+        first, ranks, cases = groups.setdefault(key, (message, [], []))
         if rank is not None and rank not in ranks:
             ranks.append(rank)
+        if case is not None and case not in cases:
+            cases.append(case)
     lines = []
-    for first, ranks in groups.values():
-        others = ranks[1:]
-        if others:
-            first += (f" [the same on rank{'s' if len(others) > 1 else ''} "
-                      f"{', '.join(map(str, others))}]")
-        lines.append(first)
+    for first, ranks, cases in groups.values():
+        also = []
+        if len(ranks) > 1:
+            others = ranks[1:]
+            also.append(f"rank{'s' if len(others) > 1 else ''} {', '.join(map(str, others))}")
+        if len(cases) > 1:
+            also.append(f"{len(cases) - 1} more case{'s' if len(cases) > 2 else ''}")
+        lines.append(first + (f" [the same on {' and in '.join(also)}]" if also else ""))
     return lines
 
 

@@ -12,8 +12,9 @@ or from what `make check` remembers (labs.harness.grading.memory).
 """
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
+
+from labs.harness.grading.run import problem_kind
 
 GRADERS = "tests/graders/"
 WIDTH = 200       # a failure's reason is cut to this many characters: details are one command away
@@ -162,10 +163,11 @@ def _row(lesson, module, name, runs) -> Row:
 
 
 def _distinct(reasons) -> list[str]:
-    """Each distinct failure once: the same problem at every world size is one (the first
-    world size's message)."""
+    """Each distinct failure once: the same problem in several runs (world sizes) is the
+    first run's message, then how many other runs showed it."""
     found: dict = {}
     for reason in (r.strip() for r in reasons):
         if reason:
-            found.setdefault(re.sub(r"world_size[= ]\d+", "world_size=N", reason), reason)
-    return list(found.values())
+            found.setdefault(problem_kind(_first_line(reason)), []).append(reason)
+    return [same[0] + (f"\n[the same in {len(same) - 1} more run(s) of its grader]"
+                       if len(same) > 1 else "") for same in found.values()]
