@@ -152,9 +152,10 @@ _PARENS = re.compile(r"\([^()]*(?:\([^()]*\)[^()]*)*\)")
 
 
 def problem_kind(text: str) -> str:
-    """`text` without what varies from case to case: parenthesised details (the case's
-    dtype and shape) and numbers (ranks, indices, values, world sizes)."""
-    return re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "#", _PARENS.sub("", text))
+    """`text` without what varies from case to case: parenthesised and bracketed details
+    (the case's dtype and shape, an index) and numbers (ranks, values, world sizes)."""
+    text = re.sub(r"\[[^\]]*\]", "", _PARENS.sub("", text))     # details, "[the same on ...]"
+    return re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "#", text)
 
 
 def _problem(message: str):
