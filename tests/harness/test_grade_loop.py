@@ -258,7 +258,8 @@ def test_the_memory_forgets_a_damaged_file(tmp_path):
 
 def _solve(course: Path, module: str, names: list[str]):
     """Copy the reference bodies of `names` into the copy's labs/<module>.py (the solution's
-    private helpers and imports go at the end of the file, as a learner might put them)."""
+    private helpers and imports go at the end of the file, as a learner might put them; what
+    it imports from solutions/, e.g. the ring, comes from labs/ as in a learner's file)."""
     lab_path, ref_path = course / "labs" / f"{module}.py", course / "solutions" / f"{module}.py"
     lab, ref = lab_path.read_text().splitlines(), ref_path.read_text()
     ref_tree, ref_lines = ast.parse(ref), ref.splitlines()
@@ -269,7 +270,8 @@ def _solve(course: Path, module: str, names: list[str]):
         stub, body = lab_defs[name], defs[name]
         lab[stub.lineno - 1:stub.end_lineno] = ref_lines[body.lineno - 1:body.end_lineno]
     extra = [ref_lines[n.lineno - 1:n.end_lineno] for n in ref_tree.body
-             if isinstance(n, (ast.Import, ast.ImportFrom, ast.Assign)) or (
+             if isinstance(n, (ast.Import, ast.Assign)) or (
+                 isinstance(n, ast.ImportFrom) and not n.module.startswith("solutions")) or (
                  isinstance(n, ast.FunctionDef) and n.name.startswith("_"))]
     lab += ["", ""] + [line for block in extra for line in block]
     lab_path.write_text("\n".join(lab) + "\n")
