@@ -55,14 +55,15 @@ test: $(STAMP) browser-deps
 #   make check             every lesson          make check LESSON=05   one, with every problem
 #   make check FRESH=1     forget what was remembered and grade everything again
 # Exit status 0 while the only failures are exercises not started yet; 1 if one you wrote fails.
+# No nbval (pytest.ini's addopts): the graders need no notebooks, and it takes seconds to load.
 GRADES := $(VENV)/p2p-grades.json
 
 check: $(STAMP)
 	@$(if $(FRESH),rm -f $(GRADES))
 	@echo "Grading your exercises in labs/ on real workers$(if $(LESSON), (lesson $(LESSON)))..."
 	@$(BIN)/python -m pytest tests/graders --impl=labs --remember=$(GRADES) \
-	  $(if $(LESSON),--lesson=$(LESSON)) -qq --tb=no -rN \
-	  -o console_output_style=classic --continue-on-collection-errors
+	  $(if $(LESSON),--lesson=$(LESSON)) -qq --tb=no -rN --continue-on-collection-errors \
+	  -o console_output_style=classic -p no:nbval -o addopts="-p no:cacheprovider"
 
 notebooks: $(STAMP)
 	$(BIN)/python -m pytest --nbval notebooks -n $(JOBS) --dist loadfile

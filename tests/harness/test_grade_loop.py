@@ -282,8 +282,8 @@ def _check(course: Path, grades: Path, *args) -> subprocess.CompletedProcess:
     env = dict(os.environ, P2P_COURSE_SOLUTIONS="0")
     return subprocess.run([sys.executable, "-m", "pytest", "tests/graders", "--impl=labs",
                            f"--remember={grades}", "-qq", "--tb=no", "-rN", "-p", "no:xdist",
-                           "-o", "console_output_style=classic",
-                           "--continue-on-collection-errors", *args],
+                           "--continue-on-collection-errors", "-o", "console_output_style=classic",
+                           "-p", "no:nbval", "-o", "addopts=-p no:cacheprovider", *args],
                           cwd=course, env=env, capture_output=True, text=True, timeout=600)
 
 
