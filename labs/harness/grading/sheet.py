@@ -95,8 +95,11 @@ class Sheet:
             out.append(f"{head:<16}{row.status:<13}{reason or row.exercise}"
                        + (REMEMBERED if row.remembered else ""))
             if self.lesson and row.status in ("FAILING", "waiting"):
-                out += [" " * 16 + "  " + line for problem in row.problems
-                        for line in problem.splitlines()]
+                details = [line for problem in row.problems for line in problem.splitlines()]
+                if details and details[0] == _first_line(row.reason) and \
+                        len(details[0]) <= WIDTH:
+                    details = details[1:]              # the row says it already, in full
+                out += [" " * 16 + "  " + line for line in details]
         counts = {s: sum(r.status.startswith(s) for r in self.rows)
                   for s in ("solved", "FAILING", "not started", "waiting")}
         out.append("")
