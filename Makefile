@@ -1,7 +1,7 @@
 # Point-to-point, demystified: the two commands.
 #   make lab    set up .venv (first time only) and open the course in JupyterLab
 #   make test   set up .venv and run every test: harness, graders (vs solutions/), notebooks
-#   make check  grade YOUR exercises in labs/ against real workers
+#   make check  grade YOUR exercises in labs/ against real workers (LESSON=05: one lesson)
 #   make reset LESSON=05   a fresh copy of lesson 05 in notebooks/yours/ (yours is backed up)
 #   make lock   (maintainers) recompile requirements.lock after editing requirements.txt
 # Everything installs from requirements.lock (exact versions) into .venv; nothing is installed
@@ -49,11 +49,21 @@ reset: $(STAMP)
 test: $(STAMP) browser-deps
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile
 
-# The grade sheet (tests/conftest.py) replaces pytest's own summary (-qq, no tracebacks).
+# The grade sheet (tests/check.py) replaces pytest's own summary: one line per lesson while it
+# grades, then one per exercise. Grades are remembered in $(GRADES): a grader runs again only
+# when what it grades changed (your code, the code it uses, the grader, the course's machinery).
+#   make check             every lesson          make check LESSON=05   one, with every problem
+#   make check FRESH=1     forget what was remembered and grade everything again
 # Exit status 0 while the only failures are exercises not started yet; 1 if one you wrote fails.
+# No nbval (pytest.ini's addopts): the graders need no notebooks, and it takes seconds to load.
+GRADES := $(VENV)/p2p-grades.json
+
 check: $(STAMP)
-	@echo "Grading your exercises in labs/ on real workers (one dot per grader run)..."
-	@$(BIN)/python -m pytest tests/graders --impl=labs -qq --tb=no -rN --continue-on-collection-errors
+	@$(if $(FRESH),rm -f $(GRADES))
+	@echo "Grading your exercises in labs/ on real workers$(if $(LESSON), (lesson $(LESSON)))..."
+	@$(BIN)/python -m pytest tests/graders --impl=labs --remember=$(GRADES) \
+	  $(if $(LESSON),--lesson=$(LESSON)) -qq --tb=no -rN --continue-on-collection-errors \
+	  -o console_output_style=classic -p no:nbval -o addopts="-p no:cacheprovider"
 
 notebooks: $(STAMP)
 	$(BIN)/python -m pytest --nbval notebooks -n $(JOBS) --dist loadfile

@@ -45,4 +45,9 @@ def pytest_configure(config):
 def pytest_addoption(parser):
     parser.addoption("--impl", default="solutions", choices=("labs", "solutions"),
                      help="grade labs/ (your code) or solutions/ (the reference)")
+    parser.addoption("--remember", default="", metavar="FILE",
+                     help="with --impl=labs (make check): keep grades in FILE and do not run a "
+                          "grader again while nothing it depends on has changed")
+    parser.addoption("--lesson", default="", metavar="NN",
+                     help="with --impl=labs: grade one lesson's exercises, show every problem")
 

@@ -36,15 +36,19 @@ class WorkerError(_Readable, RuntimeError):
 
     `.ranks` (the ranks that failed first), `.causes` (rank -> "ValueError: ..." or
     "was killed by signal SIGABRT"), `.tracebacks` (rank -> text), `.statuses` (rank ->
-    RankStatus), `.outputs` (rank -> what it printed), `.trace` (the calls each rank made).
+    RankStatus), `.outputs` (rank -> what it printed), `.trace` (the calls each rank made),
+    `.unsolved` (rank -> labs.harness.exercises.Unsolved, for the ranks among `.ranks` that
+    stopped at an exercise's stub: data, not a sentence to parse).
     """
 
-    def __init__(self, message, ranks=(), tracebacks=None, statuses=None, causes=None):
+    def __init__(self, message, ranks=(), tracebacks=None, statuses=None, causes=None,
+                 unsolved=None):
         super().__init__(message)
         self.ranks = list(ranks)
         self.tracebacks = tracebacks or {}
         self.statuses = statuses or {}
         self.causes = causes or {}
+        self.unsolved = unsolved or {}
 
     def brief(self) -> str:
         """The same facts without tracebacks, paths or timings: stable, for notebooks."""
@@ -136,8 +140,11 @@ def _worker_error(outcome, collateral) -> WorkerError:
         lines.extend("  " + line for line in describe_statuses(others))
     lines.append("Details: err.tracebacks[rank] (full tracebacks), err.outputs[rank] (what "
                  "each rank printed), err.trace (its torch.distributed calls).")
+    unsolved = {r: failures[r].unsolved for r in ranks
+                if r in failures and failures[r].unsolved is not None}
     return WorkerError("\n".join(lines), ranks,
-                       {r: f.traceback for r, f in failures.items()}, outcome.statuses, causes)
+                       {r: f.traceback for r, f in failures.items()}, outcome.statuses, causes,
+                       unsolved)
 
 
 def _ranks(ranks) -> str:

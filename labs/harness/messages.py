@@ -3,7 +3,7 @@
 Worker -> parent, over the worker's pipe:
     Joined     the rank is in the process group (the launch timeout starts counting)
     Returned   fn returned `value`
-    Failed     fn (or joining) raised
+    Failed     fn (or joining) raised; `.unsolved` if it was an unsolved exercise's stub
     StatusReply the answer to a StatusRequest: what the rank is doing right now
 
 Parent -> worker:
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from labs.harness.exercises import Unsolved
 from labs.harness.tracing import Event
 
 
@@ -78,6 +79,7 @@ class Failed:
     status: RankStatus
     events: list[Event]
     frames: list[Frame] = field(default_factory=list)   # outermost first, as Python prints
+    unsolved: Unsolved | None = None   # it was an exercise's stub: which one (not a bug)
 
 
 @dataclass

@@ -8,23 +8,17 @@ reference reduce-scatter), so the lesson still reads to its end.
 """
 from __future__ import annotations
 
-import re
-
 from labs.harness.errors import WorkerError
 from labs.harness.exercises import SOLUTIONS_ENV
 from labs.harness.launcher import launch
 from labs.harness.output import replay
 
-# What an unsolved stub raises (labs.harness.exercises.todo), as it reads in a traceback.
-UNSOLVED = re.compile(r"NotImplementedError: exercise (\w+) in (\S+) is not solved yet")
-
 
 def unsolved_exercise(exc: WorkerError) -> tuple[str, str] | None:
-    """(name, file) of the exercise whose stub made the workers fail, if that was the cause."""
-    for cause in exc.causes.values():
-        found = UNSOLVED.match(cause)
-        if found:
-            return found[1], found[2]
+    """(name, file) of the exercise whose stub made the workers fail, if that was the cause
+    (`exc.unsolved`, sent by the workers as data)."""
+    for rank in sorted(exc.unsolved):
+        return exc.unsolved[rank].exercise, exc.unsolved[rank].file
     return None
 
 

@@ -21,6 +21,7 @@ import torch
 import torch.distributed as dist
 
 from labs.harness import tracing
+from labs.harness.exercises import unsolved_of
 from labs.harness.messages import (Failed, Frame, Joined, RankStatus, Release, Returned,
                                    StatusReply, StatusRequest)
 
@@ -142,7 +143,7 @@ def run(rank, world_size, fn_bytes, args_bytes, store_port, pg_timeout, threads,
         status = status_now(tracer, channel.phase)
         status.note = status.note or exc_summary(exc)
         message = Failed(rank, exc_summary(exc), traceback.format_exc(), channel.phase,
-                         status, list(tracer.events), frames_of(exc))
+                         status, list(tracer.events), frames_of(exc), unsolved_of(exc))
     sys.stdout.flush()
     sys.stderr.flush()
     try:

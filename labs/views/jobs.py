@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import ast
 import re
+import tempfile
 
 import labs.jobs as lab
 from labs import launch_exercise
-from labs.harness.exercises import SOLUTIONS_ENV
+from labs.harness.exercises import NOTES_ENV, SOLUTIONS_ENV, notes_in
 from labs.harness.timing import compare, spread
 from labs.harness.torchrun import SCRIPTS, JobRun, RankOutput, run_job
-from labs.harness.unsolved import UNSOLVED, say_unsolved
+from labs.harness.unsolved import say_unsolved
 
 # Also called as `view.<name>`: by notebook 11 (leftovers, run_two_nodes), by the
 # lesson's tests (the rest).
@@ -68,10 +69,11 @@ def run_ring_job(nproc: int = 3, numel: int = 6) -> JobRun:
     """The exercise: run labs/scripts/ring_job.py. While an exercise it needs is not solved,
     say which, where and how to grade it, then show the reference solution's run."""
     args = ["--numel", str(numel)]
-    run = run_job("ring_job.py", nproc, args)
-    unsolved = [m for r in run.ranks for m in UNSOLVED.findall(r.stderr)]
+    with tempfile.TemporaryDirectory() as notes:     # the stubs that raised leave a note
+        run = run_job("ring_job.py", nproc, args, env={NOTES_ENV: notes})
+        unsolved = notes_in(notes)
     if not run.succeeded and unsolved:
-        say_unsolved(*unsolved[0])
+        say_unsolved(unsolved[0].exercise, unsolved[0].file)
         run = run_job("ring_job.py", nproc, args, env={SOLUTIONS_ENV: "1"})
     run.show(stderr=not run.succeeded)
     total = [float(nproc * i + 10 * sum(range(nproc))) for i in range(numel)]

@@ -13,16 +13,16 @@ import inspect
 import io
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
 import torch
 
 from labs.harness.cli import format_result
-from labs.harness.exercises import SOLUTIONS_ENV
+from labs.harness.exercises import SOLUTIONS_ENV, Unsolved, unsolved_of
 from labs.harness.grading import (GradeFailure, check_close, check_p2p_only, implementation,
                                   p2p_ops)
+from labs.harness.grading.run import unsolved_failure
 from labs.harness.tracing import Event
 
 WORLD_SIZE = 3          # odd: uneven ring chunks
@@ -70,6 +70,8 @@ def probe(out_dir: str, *impls: str):
                                     else repr(result))
             except Exception as exc:  # noqa: BLE001 - the test judges it
                 case["raised"] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+                if unsolved_of(exc) is not None:       # a stub: which one, as data
+                    case["unsolved"] = unsolved_of(exc).as_dict()
             case.update(printed=out.getvalue(), calls=calls[first_call:],
                         initialized_after=dist.is_initialized(),
                         events=[e.as_dict() for e in tracer.events[first_event:]])
@@ -101,17 +103,11 @@ def run_probe(out_dir: Path, *impls: str) -> dict[int, dict]:
     return records
 
 
-def _raised(raised: str, rank: int) -> str:
-    unsolved = re.search(r"exercise (\w+) in (\S+) is not solved yet: write its body "
-                         r"\(see ([^)]*)\)", raised)
-    if unsolved and unsolved[1] == "ring_job":
-        return (f"ring_job is not implemented yet: write its body in {unsolved[2]} "
-                f"(see {unsolved[3]}).")
-    if unsolved:
-        return (f"ring_job calls {unsolved[1]} ({unsolved[2]}), which is not solved yet: solve "
-                f"it first (see {unsolved[3]}), or sum with labs.ring.pass_along_all_reduce "
-                f"until then")
-    return f"{WHAT}: rank {rank} raised {raised}"
+def _raised(case: dict, rank: int) -> GradeFailure:
+    if "unsolved" in case:
+        return unsolved_failure([Unsolved(**case["unsolved"])], "ring_job", meanwhile=(
+            ", or sum with labs.ring.pass_along_all_reduce until then"))
+    return GradeFailure(f"{WHAT}: rank {rank} raised {case['raised']}")
 
 
 def check_joined_and_left(case: dict, rank: int, what: str):
@@ -147,7 +143,7 @@ def check_ring_job(cases: dict[int, list]):
     total = WORLD_SIZE * torch.arange(NUMEL, dtype=torch.float32) + 10 * sum(range(WORLD_SIZE))
     for rank, (normal, failing) in sorted(cases.items()):
         if "raised" in normal:
-            raise GradeFailure(_raised(normal["raised"], rank))
+            raise _raised(normal, rank)
         check_joined_and_left(normal, rank, WHAT)
         check_close(torch.tensor(normal["returned"]) if isinstance(normal["returned"], list)
                     else normal["returned"], total, rank=rank, what=WHAT)

@@ -1,21 +1,50 @@
 """Run an exercise on real workers for a grader, and turn what went wrong into advice."""
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import re
 
 from labs import HangError, WorkerError, launch
-from labs.harness.exercises import SOLUTIONS_ENV
+from labs.harness.exercises import SOLUTIONS_ENV, Unsolved
 
 # gloo's own timeout for every send, receive and wait in a grader's workers: a deadlock is
 # reported this many seconds after it happens, not when the launch deadline passes.
 HANG_SECONDS = 4.0
-# The stub's NotImplementedError (labs.harness.exercises.todo): which exercise, where.
-_UNSOLVED = re.compile(r"NotImplementedError: exercise (\w+) in (\S+) is not solved yet: "
-                       r"write its body \(see ([^)]*)\)")
+# The exercises the running grader test grades (tests/conftest.py sets it from the test's
+# name or its `grades` marker): an unsolved one of these is "not started"; any other
+# unsolved exercise the body calls is a dependency ("waiting").
+_GRADED: contextvars.ContextVar[tuple] = contextvars.ContextVar("graded", default=())
+
+
+@contextlib.contextmanager
+def grading(*exercises: str):
+    """Inside this block, grade() knows which exercises the test grades (by name)."""
+    token = _GRADED.set(tuple(exercises))
+    try:
+        yield
+    finally:
+        _GRADED.reset(token)
 
 
 class GradeFailure(AssertionError):
-    """An exercise produced a wrong result or failed; the message says what and where."""
+    """An exercise produced a wrong result or failed; the message says what and where.
+
+    The state it stands for is data: `kind` is "failing" (a wrong result or an error),
+    "not_started" (`unsolved`: the graded exercises whose stubs still raise) or "waiting"
+    (`needs`: the other exercises, not solved yet, that the body calls), each an Unsolved.
+    """
+
+    def __init__(self, message="", *, kind="failing", unsolved=(), needs=()):
+        super().__init__(message)
+        self.kind, self.unsolved, self.needs = kind, tuple(unsolved), tuple(needs)
+
+    def __reduce__(self):
+        return _rebuild, (str(self), self.kind, self.unsolved, self.needs)
+
+
+def _rebuild(message, kind, unsolved, needs):
+    return GradeFailure(message, kind=kind, unsolved=unsolved, needs=needs)
 
 
 GradeFailure.__module__ = "labs.harness.grading"   # where graders import it from
@@ -25,17 +54,17 @@ def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
           pg_timeout=HANG_SECONDS, **kwargs):
     """launch() for graders: quiet, stubs never replaced, failures turned into advice.
 
-    `what` names the exercise(s) under test: an unsolved exercise named in it is "not
-    implemented yet"; any other unsolved exercise it calls is a dependency to solve first.
+    An exercise that stops at its stub (data the workers send: WorkerError.unsolved) is
+    "not implemented yet" if this test grades it (`grading(...)`, set by tests/conftest.py;
+    outside a test, the exercise named by `what`, a word of it, never a part of a word);
+    any other is a dependency to solve first (GradeFailure kind "not_started" / "waiting").
     """
     try:
         return launch(worker, world_size, args=args, timeout=timeout, quiet=True,
                       pg_timeout=pg_timeout, env={SOLUTIONS_ENV: "0"}, **kwargs)
     except WorkerError as exc:
-        unsolved = {m[1]: m for m in map(_UNSOLVED.match, exc.causes.values()) if m}
-        if unsolved:
-            raise GradeFailure(" ".join(_unsolved_message(m, what)
-                                        for m in unsolved.values())) from None
+        if exc.unsolved:
+            raise unsolved_failure(exc.unsolved.values(), what) from None
         checked = {r: c for r, c in exc.causes.items() if c.startswith("GradeFailure: ")}
         if checked:     # a check inside the worker failed: its message says it all
             rank, cause = min(checked.items())
@@ -45,7 +74,8 @@ def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
                                f"{cause}") from None
         rank = min(exc.ranks) if exc.ranks else 0
         raise GradeFailure(f"{what} (world_size={world_size}{_case(exc, rank)}): rank {rank} "
-                           f"{_cause(exc.causes.get(rank, 'failed'))}\n{exc}") from None
+                           f"{_cause(exc.causes.get(rank, 'failed'))}\n{_where(exc, rank)}"
+                           ) from None
     except HangError as exc:
         blocked = "; ".join(s.describe(timings=False) for _, s in sorted(exc.statuses.items()))
         case = next((_case(exc, r) for r in sorted(exc.statuses) if _case(exc, r)), "")
@@ -56,14 +86,30 @@ def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
             from None
 
 
-def _unsolved_message(match, what) -> str:
-    name, file, where = match.groups()
-    if name in what:
-        return f"{name} is not implemented yet: write its body in {file} (see {where})."
-    lesson = file.rsplit("/", 1)[-1].removesuffix(".py")
-    return (f"{what} calls {name} ({file}), which is not solved yet: solve it first (see "
-            f"{where}) and grade it with .venv/bin/python -m pytest --impl=labs "
-            f"tests/graders/test_{lesson}.py")
+def graded_exercises(what: str = "") -> set:
+    """The exercises the running grader grades: the test's own (conftest), else the names
+    `what` spells out, compared as whole words."""
+    return set(_GRADED.get()) or set(re.findall(r"\w+", what))
+
+
+def unsolved_failure(unsolved, what: str = "the exercise", meanwhile: str = "") -> GradeFailure:
+    """The GradeFailure for stubs that still raise (`unsolved`: Unsolved, any order, repeats
+    allowed): "not started" if the test grades one of them, else "waiting" (`meanwhile`:
+    what to use until the dependency is solved, added to its advice)."""
+    found = list({u.exercise: u for u in sorted(unsolved, key=lambda u: u.exercise)}.values())
+    own = graded_exercises(what)
+    mine = [u for u in found if u.exercise in own]
+    if mine:
+        return GradeFailure(" ".join(f"{u.exercise} is not implemented yet: write its body in "
+                                     f"{u.file} (see {u.section})." for u in mine),
+                            kind="not_started", unsolved=mine)
+    lines = []
+    for u in found:
+        lesson = u.file.rsplit("/", 1)[-1].removesuffix(".py")
+        lines.append(f"{what} calls {u.exercise} ({u.file}), which is not solved yet: solve it "
+                     f"first (see {u.section}) and grade it with .venv/bin/python -m pytest "
+                     f"--impl=labs tests/graders/test_{lesson}.py{meanwhile}")
+    return GradeFailure(" ".join(lines), kind="waiting", needs=found)
 
 
 def _case(exc, rank) -> str:
@@ -73,15 +119,75 @@ def _case(exc, rank) -> str:
     return f", {note}" if note.startswith("case ") else ""
 
 
+def _where(exc, rank) -> str:
+    """The WorkerError's report without what the first line already says (that rank's
+    cause) and without the notebook's "Details: err.tracebacks..." pointer: your code's
+    lines (innermost first), then the other ranks."""
+    lines = str(exc).splitlines()
+    if lines and lines[0].startswith(f"rank {rank} ") and exc.causes.get(rank, "\0") in lines[0]:
+        lines = lines[1:]
+    return "\n".join(line for line in lines if not line.startswith("Details: err."))
+
+
 def _cause(cause: str) -> str:
     return cause if cause.startswith(("was killed", "exited")) else f"raised {cause}"
 
 
+_RANK = re.compile(r"\brank (\d+)\b")
+_PARENS = re.compile(r"\([^()]*(?:\([^()]*\)[^()]*)*\)")
+
+
+def problem_kind(text: str) -> str:
+    """`text` without what varies from case to case: parenthesised and bracketed details
+    (the case's dtype and shape, an index) and numbers (ranks, values, world sizes)."""
+    text = re.sub(r"\[[^\]]*\]", "", _PARENS.sub("", text))     # details, "[the same on ...]"
+    return re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "#", text)
+
+
+def _problem(message: str):
+    """(key, rank, case): messages with the same key are one problem, seen on several ranks
+    or in several cases, e.g. "case 3 (...): rank 0 is wrong at flat index 1: got ..." and
+    "case 5 (...): rank 2 is wrong at flat index 4: ...". The key is the case's words and
+    what is said of the rank up to its details (":", ";" or ","), numbers and parenthesised
+    details masked; `case`: the text before "rank N" (None: the message names no rank)."""
+    found = _RANK.search(message)
+    if not found:
+        return problem_kind(message), None, None
+    head = re.split(r"[:;,]", message[found.end():], maxsplit=1)[0]
+    case = message[:found.start()]
+    return (problem_kind(case), problem_kind(head)), int(found[1]), case
+
+
+def distinct_problems(messages) -> list[str]:
+    """One line per distinct problem, in the order first seen: its first message, then where
+    else the same problem shows (the other ranks, the number of other cases)."""
+    groups: dict = {}
+    for message in messages:
+        key, rank, case = _problem(message)
+        first, ranks, cases = groups.setdefault(key, (message, [], []))
+        if rank is not None and rank not in ranks:
+            ranks.append(rank)
+        if case is not None and case not in cases:
+            cases.append(case)
+    lines = []
+    for first, ranks, cases in groups.values():
+        also = []
+        if len(ranks) > 1:
+            others = ranks[1:]
+            also.append(f"rank{'s' if len(others) > 1 else ''} {', '.join(map(str, others))}")
+        if len(cases) > 1:
+            also.append(f"{len(cases) - 1} more case{'s' if len(cases) > 2 else ''}")
+        lines.append(first + (f" [the same on {' and in '.join(also)}]" if also else ""))
+    return lines
+
+
 def fail_if_any(failures, what, shown=6):
-    """Raise one GradeFailure listing every wrong case (`failures`: messages, per rank or flat)."""
+    """Raise one GradeFailure listing every distinct wrong case, once (`failures`: messages,
+    per rank or flat; a case wrong on several ranks is one line that names them)."""
     flat = [f for item in failures for f in ([item] if isinstance(item, str) else item)]
     if flat:
-        more = f"\n... and {len(flat) - shown} more" if len(flat) > shown else ""
-        first, *rest = flat[:shown]
-        raise GradeFailure(f"{what}: {first}" + "".join(f"\n{f}" for f in rest) + more
-                           + (f"\n({len(flat)} wrong cases in all)" if len(flat) > 1 else ""))
+        problems = distinct_problems(flat)
+        more = (f"\n... and {len(problems) - shown} more problem(s)"
+                if len(problems) > shown else "")
+        first, *rest = problems[:shown]
+        raise GradeFailure(f"{what}: {first}" + "".join(f"\n{f}" for f in rest) + more)

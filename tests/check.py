@@ -1,0 +1,282 @@
+"""`make check`, as a pytest plugin: grade your labs/, remember, print progress and the sheet.
+
+Active when the graders grade labs/ (`--impl=labs`); tests/conftest.py registers it.
+
+* Each grader test grades the exercises its name says (`test_<exercise>`) or its
+  `grades(...)` marker lists: identity, by name. While the test runs, grade() knows them
+  (labs.harness.grading.run.grading), so an unsolved exercise it grades is "not started"
+  and any other one it meets is a dependency ("waiting").
+* The outcome goes into the test report as data (`report.user_properties`, "grade": a
+  labs.harness.grading.sheet.Graded as a dict), and the grade sheet reads that, not text.
+* `--remember=FILE` (make check): a test whose key (labs.harness.grading.memory) has not
+  changed since its last grade is not run again: its remembered outcome goes on the sheet,
+  marked so. A test whose exercises are all untouched stubs is "not started" without
+  starting workers. `--lesson=05` grades one lesson and shows every problem it has.
+* Progress is one neutral line per lesson; a failure's report is its message (what was
+  wrong, your code's lines first), not the grader's source.
+"""
+from __future__ import annotations
+
+import importlib
+import time
+
+import pytest
+
+from labs.harness.exercises import ExerciseNotSolved, exercises_in
+from labs.harness.grading import memory
+from labs.harness.grading.run import GradeFailure, grading
+from labs.harness.grading.sheet import GRADERS, Graded, grade_sheet, graded_from_failure
+from tests import course
+
+KEY = "grade"
+
+
+def _module_of(nodeid: str) -> str:
+    return nodeid.removeprefix(GRADERS).split(".py", 1)[0].removeprefix("test_")
+
+
+class Check:
+    """The plugin; one per session."""
+
+    def __init__(self, config):
+        self.config = config
+        self.lesson = (config.getoption("--lesson") or "").zfill(2) if \
+            config.getoption("--lesson") else ""
+        path = config.getoption("--remember")
+        self.memory = memory.Memory(path) if path else None
+        self.exercises, self.broken = _exercises()
+        self.lessons = {module: number for number, module, _ in self.exercises}
+        self.lessons.update({m: n for m, (n, _) in self.broken.items()})
+        self.graded: list[Graded] = []     # this session's, remembered ones included
+        self.keys: dict = {}               # nodeid -> key, for the tests that run
+        self.grades: dict = {}             # nodeid -> the exercises it grades
+        self.files: dict = {}              # grader file -> [nodeids that run], for progress
+        self.started: dict = {}
+        self._sheet = None
+
+    # -- what each test grades, and what need not run ---------------------------------------
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session, config, items):
+        kept, dropped, frame = [], [], None
+        remembered = stubs = 0
+        for item in items:
+            if not item.nodeid.startswith(GRADERS):
+                kept.append(item)
+                continue
+            module = _module_of(item.nodeid)
+            if self.lesson and self.lessons.get(module) != self.lesson:
+                dropped.append(item)
+                continue
+            names = self.grades[item.nodeid] = _graded_by(item, module)
+            fns = _lab_exercises(module, names)
+            untouched = self.memory is not None and fns and len(fns) == len(names) and \
+                all(memory.untouched_stub(f) for f in fns)
+            known = _not_started(item.nodeid, names, fns) if untouched else None
+            if known is not None:
+                self.graded.append(known)
+                dropped.append(item)
+                stubs += 1
+                continue
+            if self.memory is not None:
+                frame = frame or memory.frame_digest()
+                key = memory.grader_key(frame, item.module, fns)
+                known = self.memory.recall(item.nodeid, key)
+                if known is not None:
+                    self.graded.append(Graded.from_dict(known, remembered=True))
+                    dropped.append(item)
+                    remembered += 1
+                    continue
+                self.keys[item.nodeid] = key
+            kept.append(item)
+            self.files.setdefault(item.nodeid.split("::")[0], []).append(item.nodeid)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        # In lesson order (the files sort by topic): the progress lines read like the sheet.
+        order = {id(item): i for i, item in enumerate(kept)}
+        kept.sort(key=lambda item: (self.lessons.get(_module_of(item.nodeid), "99")
+                                    if item.nodeid.startswith(GRADERS) else "",
+                                    order[id(item)]))
+        items[:] = kept
+        self._say_plan(len(kept), remembered, stubs)
+
+    def _say_plan(self, running, remembered, stubs):
+        if self.memory is None:
+            return
+        parts = [f"{running} grader run(s) to do"]
+        if remembered:
+            parts.append(f"{remembered} remembered (unchanged since their last grade)")
+        if stubs:
+            parts.append(f"{stubs} on untouched stubs (not started: no workers needed)")
+        self._write_line("  " + ", ".join(parts))
+
+    def _write_line(self, text):
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(text)
+
+    # -- while a test runs --------------------------------------------------------------------
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        names = self.grades.get(item.nodeid)
+        if names is None:
+            yield
+            return
+        with grading(*names):
+            yield
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        names = self.grades.get(item.nodeid)
+        if names is None or not (call.when == "call" or report.failed):
+            return
+        exc = call.excinfo.value if call.excinfo is not None else None
+        if report.passed or report.failed:
+            reason = str(exc) if isinstance(exc, GradeFailure) else _crash(report)
+            graded = graded_from_failure(item.nodeid, names, exc if report.failed else None,
+                                         reason)
+            report.user_properties.append((KEY, graded.as_dict()))
+            # Worth remembering: a pass, or a verdict of the grader (not a broken test run).
+            report.user_properties.append(("rememberable", isinstance(exc, GradeFailure)
+                                           or report.passed))
+        if isinstance(exc, GradeFailure):
+            report.longrepr = str(exc)       # what was wrong, not the grader's source
+
+    def pytest_runtest_logreport(self, report):
+        props = dict(report.user_properties)
+        if KEY in props:
+            graded = Graded.from_dict(props[KEY])
+            self.graded.append(graded)
+            key = self.keys.get(report.nodeid)
+            if self.memory is not None and key and props.get("rememberable"):
+                self.memory.keep(report.nodeid, key, graded.as_dict())
+
+    def pytest_collectreport(self, report):
+        if report.failed and report.nodeid.startswith(GRADERS):
+            module = _module_of(report.nodeid)
+            names = tuple(n for _, m, n in self.exercises if m == module)
+            if not self.lesson or self.lessons.get(module) == self.lesson:
+                self.graded.append(Graded(report.nodeid, names, "failing",
+                                          f"the grader could not be loaded: {_crash(report)}"))
+
+    # -- progress: one neutral line per grader file (a lesson) ------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report, config):
+        if report.nodeid.startswith(GRADERS) and report.when == "call":
+            return report.outcome, "", report.outcome.upper()      # counted, no letter
+        if report.nodeid.startswith(GRADERS) and report.failed:
+            return "error", "", "ERROR"
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        file = nodeid.split("::")[0]
+        if file in self.files and file not in self.started:
+            self.started[file] = time.perf_counter()
+            module = _module_of(nodeid)
+            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write(f"  {self.lessons.get(module, '??')} {module:<12} grading "
+                               f"{len(self.files[file])} run(s) ... ", flush=True)
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        file = nodeid.split("::")[0]
+        if file in self.files and self.files[file] and nodeid == self.files[file][-1]:
+            seconds = time.perf_counter() - self.started.get(file, time.perf_counter())
+            self._write_line(f"done, {seconds:.1f} s")
+
+    # -- the end: the sheet, the exit status, the memory ---------------------------------------
+
+    def sheet(self):
+        if self._sheet is None:
+            exercises = [e for e in self.exercises if not self.lesson or e[0] == self.lesson]
+            broken = {m: b for m, b in self.broken.items()
+                      if not self.lesson or b[0] == self.lesson}
+            self._sheet = grade_sheet(self.graded, exercises, broken, self.lesson)
+        return self._sheet
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        """Unsolved exercises are the learner's normal state, not an error: exit 0 unless an
+        exercise you started fails (or a grader could not run)."""
+        if self.memory is not None:
+            self.memory.save()
+        sheet = self.sheet()
+        if sheet.rows and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED,
+                                         pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED if sheet.failing \
+                else pytest.ExitCode.OK
+
+    def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
+        sheet = self.sheet()
+        if sheet.rows:
+            title = f"lesson {self.lesson}" if self.lesson else "your exercises in labs/"
+            terminalreporter.section(f"grade sheet: {title}")
+            for line in sheet.lines():
+                terminalreporter.write_line(line)
+        elif self.lesson:
+            terminalreporter.write_line(f"no lesson {self.lesson} with exercises: the lessons "
+                                        f"with exercises are {sorted(set(self.lessons.values()))}")
+
+
+def _graded_by(item, module) -> tuple:
+    """The exercises a grader test grades: its `grades` marker, else test_<exercise>."""
+    marker = item.get_closest_marker("grades")
+    if marker:
+        return tuple(marker.args)
+    name = getattr(item, "originalname", item.name.split("[")[0]).removeprefix("test_")
+    return (name,)
+
+
+def _lab_exercises(module, names) -> list:
+    """The exercises in labs/<module>.py with these names (those that exist)."""
+    try:
+        found = exercises_in(importlib.import_module(f"labs.{module}"))
+    except Exception:  # noqa: BLE001 - a module that does not load is on the sheet already
+        return []
+    return [found[n] for n in names if n in found]
+
+
+def _not_started(nodeid, names, fns) -> Graded | None:
+    """The grade of a test whose exercises are untouched stubs, from the stubs themselves
+    (each raises ExerciseNotSolved at once); None if one does something else."""
+    unsolved = []
+    for fn in fns:
+        try:
+            fn.stub(*[None] * fn.stub.__code__.co_argcount)
+        except ExerciseNotSolved as exc:
+            unsolved.append(exc.unsolved)
+            continue
+        except Exception:  # noqa: BLE001 - not the stub we thought: run its grader
+            return None
+        return None
+    reason = " ".join(f"{u.exercise} is not implemented yet: write its body in {u.file} "
+                      f"(see {u.section})." for u in unsolved)
+    return Graded(nodeid, tuple(names), "not_started", reason,
+                  tuple(u.exercise for u in unsolved))
+
+
+def _crash(report) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is not None:
+        return crash.message
+    text = str(report.longrepr).strip()
+    return text.splitlines()[-1] if text else "failed"
+
+
+def _exercises():
+    """(lesson, module, exercise) in lesson order, and {module: (lesson, why)} for the lab
+    modules that do not even import (a syntax error in your labs/<module>.py)."""
+    found, broken = [], {}
+    for lesson in course.lessons():
+        if not lesson.module:
+            continue
+        try:
+            module = importlib.import_module(f"labs.{lesson.module}")
+        except Exception as exc:  # noqa: BLE001 - the sheet reports it
+            broken[lesson.module] = (lesson.number, f"{type(exc).__name__}: {exc}")
+            continue
+        found += [(lesson.number, lesson.module, name) for name in exercises_in(module)]
+    return found, broken

@@ -1,0 +1,322 @@
+"""The grading loop as a learner lives it: the exercise state is data, `make check` remembers.
+
+Unit tests feed the sheet typed grades (labs.harness.grading.sheet.Graded) and check that
+"not solved yet" travels as an exception with fields (ExerciseNotSolved -> Failed ->
+WorkerError.unsolved -> GradeFailure.kind). One real run grades a copy of the course with
+lesson 05's first two exercises solved (their reference bodies copied into labs/ring.py):
+`make check LESSON=05`'s command, then again, remembered.
+"""
+import ast
+import os
+import pickle
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from labs import WorkerError, launch
+from labs.harness.exercises import ExerciseNotSolved, Unsolved, exercise, todo
+from labs.harness.grading import memory
+from labs.harness.grading.run import (GradeFailure, distinct_problems, fail_if_any, grading,
+                                      unsolved_failure)
+from labs.harness.grading.sheet import Graded, grade_sheet
+from labs.harness.unsolved import unsolved_exercise
+from tests.course import ROOT
+
+G = "tests/graders/"
+RING = [("05", "ring", "ring_reduce_scatter"), ("05", "ring", "ring_all_reduce"),
+        ("05", "ring", "pipelined_ring_all_reduce")]
+U = {name: Unsolved(name, "labs/ring.py", f"notebook 05, '{name}'") for _, _, name in RING}
+
+
+# -- "not solved yet" is an exception with fields --------------------------------------------
+
+@exercise
+def _a_stub(x):
+    """A stub, as lab modules write them."""
+    raise todo("notebook 99, 'Exercise 0: nothing'")
+
+
+def test_a_stub_raises_an_exercise_not_solved_with_fields_and_the_same_words(monkeypatch):
+    monkeypatch.setenv("P2P_COURSE_SOLUTIONS", "0")
+    with pytest.raises(NotImplementedError) as info:
+        _a_stub(1)
+    exc = info.value
+    assert isinstance(exc, ExerciseNotSolved)
+    assert exc.unsolved == Unsolved("_a_stub", "tests/harness/test_grade_loop.py",
+                                    "notebook 99, 'Exercise 0: nothing'")
+    assert str(exc) == ("exercise _a_stub in tests/harness/test_grade_loop.py is not solved yet: "
+                        "write its body (see notebook 99, 'Exercise 0: nothing'), then grade "
+                        "it with `make check`.")
+    again = pickle.loads(pickle.dumps(exc))
+    assert again.unsolved == exc.unsolved and str(again) == str(exc)
+
+
+def stub_worker(rank, world_size):
+    """Rank 0 stops at lesson 05's stub; rank 1 fails in its own way."""
+    from labs.ring import ring_all_reduce
+    import torch
+    if rank == 1:
+        raise ValueError("not a stub")
+    return getattr(ring_all_reduce, "stub")(torch.ones(2))
+
+
+def test_the_workers_send_the_unsolved_exercise_back_as_data(no_leftover_workers):
+    with pytest.raises(WorkerError) as info:
+        launch(stub_worker, 2, quiet=True, env={"P2P_COURSE_SOLUTIONS": "0"})
+    err = info.value
+    assert err.unsolved == {0: Unsolved("ring_all_reduce", "labs/ring.py",
+                                        "notebook 05, 'Exercise 2: ring all-reduce'")}
+    assert unsolved_exercise(err) == ("ring_all_reduce", "labs/ring.py")
+
+
+# -- the grader's own exercises vs its dependencies, by identity ------------------------------
+
+def test_an_unsolved_exercise_is_the_graders_own_only_by_its_name():
+    own = unsolved_failure([U["ring_all_reduce"]], what="ring_all_reduce")
+    assert own.kind == "not_started" and own.unsolved == (U["ring_all_reduce"],)
+    assert str(own).startswith("ring_all_reduce is not implemented yet: write its body in "
+                               "labs/ring.py")
+    # a name that contains the grader's is another exercise: a dependency
+    other = unsolved_failure([U["pipelined_ring_all_reduce"]], what="ring_all_reduce")
+    assert other.kind == "waiting" and other.needs == (U["pipelined_ring_all_reduce"],)
+    other = unsolved_failure([U["ring_all_reduce"]], what="pipelined_ring_all_reduce")
+    assert other.kind == "waiting"
+    # inside a grader test, the test's own exercises decide, whatever `what` says
+    with grading("pipelined_ring_all_reduce"):
+        assert unsolved_failure([U["pipelined_ring_all_reduce"]], "the ring").kind == \
+            "not_started"
+        assert unsolved_failure([U["ring_all_reduce"]], "the ring").kind == "waiting"
+    failure = pickle.loads(pickle.dumps(other))
+    assert (failure.kind, failure.needs, str(failure)) == (other.kind, other.needs, str(other))
+
+
+def test_one_problem_seen_on_every_rank_is_one_line():
+    wrong = [f"case 3 (float32, shape (2,), world_size 4): rank {r} is wrong at flat index "
+             f"{r % 2}: got {r}.0, expected 6.0" for r in range(4)]
+    other = "case 5 (int64, shape (7,), world_size 4): rank 2 returned shape (6,)"
+    assert distinct_problems(wrong[:2] + [other] + wrong[2:]) == [
+        wrong[0] + " [the same on ranks 1, 2, 3]", other]
+    with pytest.raises(GradeFailure) as info:
+        fail_if_any([[wrong[0]], [wrong[1]], [wrong[2]], [wrong[3]]], "ring_all_reduce")
+    assert str(info.value) == f"ring_all_reduce: {wrong[0]} [the same on ranks 1, 2, 3]"
+    assert "wrong cases in all" not in str(info.value)
+    # the same problem in other cases is one line too; different problems are not
+    same = [f"case {i} (int64, shape ({i},)): rank 0 is wrong at flat index {i}" for i in range(8)]
+    assert distinct_problems(same) == [same[0] + " [the same on 7 more cases]"]
+    kinds = ["is wrong", "returned None", "changed `tensor`", "used all_reduce", "sent twice",
+             "waited late", "posted twice", "returned its input"]
+    with pytest.raises(GradeFailure, match=r"(?s)\.\.\. and 2 more problem\(s\)$"):
+        fail_if_any([f"case {i}: rank 0 {kind}" for i, kind in enumerate(kinds)], "x")
+
+
+# -- the sheet reads types ----------------------------------------------------------------
+
+def _graded(test, kind="solved", reason="", unsolved=(), needs=(), remembered=False, ws=2):
+    module, name = test.split("::")
+    return Graded(f"{G}test_{module}.py::test_{name}[{ws}]", (name,), kind, reason,
+                  tuple(unsolved), tuple(n.as_dict() for n in needs), remembered)
+
+
+def test_a_solved_ring_is_solved_while_the_pipelined_ring_is_a_stub():
+    graded = [_graded("ring::ring_reduce_scatter"), _graded("ring::ring_all_reduce"),
+              _graded("ring::ring_all_reduce", ws=3),
+              _graded("ring::pipelined_ring_all_reduce", "not_started", "pipelined_... is not "
+                      "implemented yet", ["pipelined_ring_all_reduce"])]
+    sheet = grade_sheet(graded, RING, {})
+    assert [(r.exercise, r.status) for r in sheet.rows] == [
+        ("ring_reduce_scatter", "solved"), ("ring_all_reduce", "solved"),
+        ("pipelined_ring_all_reduce", "not started")]
+
+
+def test_the_grade_sheet_reads_in_five_seconds():
+    graded = [
+        _graded("ring::ring_reduce_scatter", remembered=True),
+        _graded("ring::ring_all_reduce", "failing", "ring_all_reduce: case 3 (float32, shape "
+                "(2,), world_size 2): rank 0 is wrong\nlabs/ring.py:190 in ring_all_reduce"),
+        _graded("ring::ring_all_reduce", "failing", "ring_all_reduce: case 3 (float32, shape "
+                "(2,), world_size 3): rank 0 is wrong\nlabs/ring.py:190 in ring_all_reduce", ws=3),
+        _graded("ring::pipelined_ring_all_reduce", "not_started", "...",
+                ["pipelined_ring_all_reduce"]),
+        _graded("gradients::average_gradients_ring", "waiting", "... calls ring_all_reduce",
+                needs=[U["ring_all_reduce"]]),
+        Graded(f"{G}test_collectives.py", ("x",), "failing", "the grader could not be loaded")]
+    exercises = RING + [("06", "gradients", "average_gradients_ring"), ("07", "collectives", "x")]
+    broken = {"collectives": ("07", "SyntaxError: invalid syntax (collectives.py, line 9)"),
+              "jobs": ("11", "ImportError: not graded in this run")}
+    sheet = grade_sheet(graded, exercises, broken)
+    assert [r.status for r in sheet.rows] == ["solved", "FAILING", "not started", "waiting",
+                                              "FAILING", "FAILING"]
+    lines = sheet.lines()
+    assert lines[:4] == [
+        "05 ring         solved       ring_reduce_scatter  [remembered]",
+        "                FAILING      ring_all_reduce: case 3 (float32, shape (2,), world_size 2):"
+        " rank 0 is wrong",
+        "                not started  pipelined_ring_all_reduce",
+        "06 gradients    waiting      average_gradients_ring: needs ring_all_reduce "
+        "(labs/ring.py), which is not solved yet"]
+    assert lines[4] == ("07 collectives  FAILING      labs/collectives.py does not load: "
+                        "SyntaxError: invalid syntax (collectives.py, line 9)")
+    assert lines[7].startswith("1 of 6 exercises solved, 3 failing, 1 not started, 1 waiting")
+    assert lines[8].startswith("[remembered]: unchanged since its last grade")
+    assert lines[9] == "Details for one lesson (every problem, once): make check LESSON=05"
+    # one lesson: every distinct problem under its row, the same one at two world sizes once
+    detail = grade_sheet(graded[:4], RING, {}, lesson="05").lines()
+    assert detail[1:4] == [
+        "                FAILING      ring_all_reduce: case 3 (float32, shape (2,), world_size 2):"
+        " rank 0 is wrong",
+        " " * 18 + "labs/ring.py:190 in ring_all_reduce",
+        " " * 18 + "[the same in 1 more run(s) of its grader]"]
+    assert detail[4].startswith("                not started")
+    assert not any("Details for one lesson" in line for line in detail)
+
+
+# -- what make check remembers ---------------------------------------------------------------
+
+LAB = '''
+from labs.harness.exercises import exercise, todo
+
+LIMIT = 3
+
+
+def helper(x):
+    return x + LIMIT
+
+
+@exercise
+def first(x):
+    """A stub."""
+    raise todo("notebook 98")
+
+
+@exercise
+def second(x):
+    """A stub."""
+    raise todo("notebook 98")
+'''
+
+
+def _lab_module(folder, name, text):
+    import importlib.util
+    folder.mkdir()
+    path = folder / f"{name}.py"
+    path.write_text(textwrap.dedent(text))
+    spec = importlib.util.spec_from_file_location(f"labs.{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_key_changes_with_the_exercise_and_what_it_uses_not_with_other_exercises(tmp_path):
+    grader = sys.modules[__name__]
+    keys = {}
+    texts = {
+        "stubs": LAB,
+        "first written": LAB.replace('"""A stub."""\n    raise todo("notebook 98")\n\n\n@exercise\n'
+                                     'def second', 'return helper(x)\n\n\n@exercise\ndef second'),
+    }
+    texts["helper edited"] = texts["first written"].replace("return x + LIMIT", "return x - LIMIT")
+    texts["constant edited"] = texts["first written"].replace("LIMIT = 3", "LIMIT = 4")
+    texts["second edited"] = texts["first written"].replace(
+        'def second(x):\n    """A stub."""\n    raise todo("notebook 98")',
+        'def second(x):\n    """A stub."""\n    return first(x)')
+    for i, (label, text) in enumerate(texts.items()):
+        module = _lab_module(tmp_path / f"v{i}", "fakelesson", text)
+        keys[label] = {n: memory.grader_key("frame", grader, [getattr(module, n)])
+                       for n in ("first", "second")}
+        assert memory.untouched_stub(module.second) == (label != "second edited")
+        assert memory.untouched_stub(module.first) == (label == "stubs")
+        sys.modules.pop("labs.fakelesson")
+    firsts = [keys[k]["first"] for k in ("stubs", "first written", "helper edited",
+                                         "constant edited")]
+    assert len(set(firsts)) == 4, "the first exercise's key follows its body, helper, constant"
+    assert keys["second edited"]["first"] == keys["first written"]["first"]
+    # an untouched stub's key does not move when another exercise is written
+    assert keys["stubs"]["second"] == keys["first written"]["second"] == \
+        keys["helper edited"]["second"]
+    assert keys["second edited"]["second"] != keys["first written"]["second"]
+
+
+def test_the_memory_forgets_a_damaged_file(tmp_path):
+    path = tmp_path / "grades.json"
+    path.write_text("{not json")
+    remembered = memory.Memory(path)
+    assert remembered.recall("t", "k") is None
+    remembered.keep("t", "k", {"nodeid": "t"})
+    remembered.save()
+    assert memory.Memory(path).recall("t", "k") == {"nodeid": "t"}
+    assert memory.Memory(path).recall("t", "other key") is None
+
+
+# -- a real make check on a copy of the course ------------------------------------------------
+
+def _solve(course: Path, module: str, names: list[str]):
+    """Copy the reference bodies of `names` into the copy's labs/<module>.py (the solution's
+    private helpers and imports go at the end of the file, as a learner might put them; what
+    it imports from solutions/, e.g. the ring, comes from labs/ as in a learner's file)."""
+    lab_path, ref_path = course / "labs" / f"{module}.py", course / "solutions" / f"{module}.py"
+    lab, ref = lab_path.read_text().splitlines(), ref_path.read_text()
+    ref_tree, ref_lines = ast.parse(ref), ref.splitlines()
+    defs = {n.name: n for n in ref_tree.body if isinstance(n, ast.FunctionDef)}
+    lab_defs = {n.name: n for n in ast.parse("\n".join(lab)).body
+                if isinstance(n, ast.FunctionDef)}
+    for name in sorted(names, key=lambda n: -lab_defs[n].lineno):   # bottom up
+        stub, body = lab_defs[name], defs[name]
+        lab[stub.lineno - 1:stub.end_lineno] = ref_lines[body.lineno - 1:body.end_lineno]
+    extra = [ref_lines[n.lineno - 1:n.end_lineno] for n in ref_tree.body
+             if isinstance(n, (ast.Import, ast.Assign)) or (
+                 isinstance(n, ast.ImportFrom) and not n.module.startswith("solutions")) or (
+                 isinstance(n, ast.FunctionDef) and n.name.startswith("_"))]
+    lab += ["", ""] + [line for block in extra for line in block]
+    lab_path.write_text("\n".join(lab) + "\n")
+
+
+def _check(course: Path, grades: Path, *args) -> subprocess.CompletedProcess:
+    """make check's pytest command, on the copy."""
+    env = dict(os.environ, P2P_COURSE_SOLUTIONS="0")
+    return subprocess.run([sys.executable, "-m", "pytest", "tests/graders", "--impl=labs",
+                           f"--remember={grades}", "-qq", "--tb=no", "-rN", "-p", "no:xdist",
+                           "--continue-on-collection-errors", "-o", "console_output_style=classic",
+                           "-p", "no:nbval", "-o", "addopts=-p no:cacheprovider", *args],
+                          cwd=course, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_make_check_grades_what_changed_and_remembers_the_rest(tmp_path, no_leftover_workers):
+    course = tmp_path / "course"
+    shutil.copytree(ROOT, course, ignore=shutil.ignore_patterns(
+        ".venv", ".git", "__pycache__", "*.egg-info", "test-artifacts", "yours", ".ipynb*"))
+    grades = tmp_path / "grades.json"
+    _solve(course, "ring", ["ring_reduce_scatter", "ring_all_reduce"])
+
+    first = _check(course, grades, "--lesson=05")
+    out = first.stdout
+    assert first.returncode == 0, out[-3000:] + first.stderr[-3000:]
+    assert re.search(r"05 ring\s+solved\s+ring_reduce_scatter\n", out), out
+    assert re.search(r"\n\s+solved\s+ring_all_reduce\n", out), out
+    assert re.search(r"\n\s+not started\s+pipelined_ring_all_reduce\n", out), out
+    assert "1 on untouched stubs" not in out and "on untouched stubs" in out
+    assert " F" not in out and "FFFF" not in out and "Error" not in out
+    assert "06 gradients" not in out
+
+    again = _check(course, grades, "--lesson=05")
+    assert again.returncode == 0
+    assert re.search(r"\n\s+solved\s+ring_all_reduce  \[remembered\]\n", again.stdout), \
+        again.stdout
+    assert "0 grader run(s) to do" in again.stdout
+
+    # lesson 06's ring averaging, written to use the ring: graded, solved on a solved ring
+    _solve(course, "gradients", ["average_gradients_ring"])
+    third = _check(course, grades, "--lesson=06")
+    assert re.search(r"\n\s+solved\s+average_gradients_ring\n", third.stdout), third.stdout
+    # editing the ring regrades the ring and what uses it, nothing else
+    ring = course / "labs" / "ring.py"
+    ring.write_text(ring.read_text().replace("def ring_all_reduce(tensor):",
+                                             "def ring_all_reduce(tensor):  # edited", 1))
+    fourth = _check(course, grades)
+    assert "8 grader run(s) to do" in fourth.stdout, fourth.stdout
