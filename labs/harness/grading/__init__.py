@@ -7,7 +7,7 @@ The design, in four pieces:
   * methods.py: each exercise's method: its reference solution and what may vary;
   * compare.py: the learner's record against the reference's, per rank: partners,
                 directions, sizes, dtypes, number and order of messages, collectives;
-  * graded.py:  `implementation()` hands the grader a Graded body: every call runs the
+  * graded.py:  `implementation()` hands the grader a GradedBody: every call runs the
                 reference on copies of the same inputs, then the body, and checks what
                 holds for every exercise (compare, every request waited, no buffer written
                 in flight, arguments untouched unless written in place, results not

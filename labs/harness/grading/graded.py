@@ -1,7 +1,7 @@
 """An exercise body under grading: the properties every exercise must have, checked on
 every call, in the worker, by one piece of code rather than by each grader.
 
-`implementation()` hands a grader a `Graded` body. Each call of it:
+`implementation()` hands a grader a `GradedBody`. Each call of it:
   1. runs the reference solution on copies of the same arguments (the same launch, so
      every rank does), recording its communication;
   2. runs the body under test on the arguments, recording its communication;
@@ -29,7 +29,7 @@ from labs.harness.grading.run import GradeFailure
 
 
 def implementation(impl: str, module: str, name: str):
-    """The body under test, looked up in the worker, as a `Graded` body when the exercise
+    """The body under test, looked up in the worker, as a `GradedBody` when the exercise
     has a method (labs.harness.grading.methods).
 
     impl "labs": `labs.<module>.<name>` as you wrote it (the stub's own body, never the
@@ -47,7 +47,7 @@ def implementation(impl: str, module: str, name: str):
     if method is None:
         return body
     reference = getattr(importlib.import_module(f"solutions.{module}"), name)
-    return Graded(name, body, reference, method)
+    return GradedBody(name, body, reference, method)
 
 
 def _copy(x, shift=0):
@@ -97,7 +97,7 @@ def _shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
         a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
 
 
-class Graded:
+class GradedBody:
     """`name`'s body under test, with its reference and its declared `Method`."""
 
     def __init__(self, name: str, body, reference, method: Method):
