@@ -1,7 +1,7 @@
 """Lesson 10: beyond the ring. Trees, recursive doubling, halving-doubling, and choosing.
 
   tree_broadcast(tensor, src)        EXERCISE 1: binomial tree, ceil(log2 p) rounds
-  tree_reduce / star_reduce          the tree backwards; lesson 07's star used for a reduce
+  tree_reduce / star_reduce          the broadcast's tree backwards; lesson 07's star for a reduce
   recursive_doubling_all_reduce(t)   EXERCISE 2: log2 p exchanges of the whole tensor
   halving_doubling_all_reduce(t)     EXERCISE 3: halving reduce-scatter + doubling all-gather
   best_all_reduce(t)                 runs the algorithm the model fitted here predicts fastest
@@ -136,22 +136,36 @@ def halving_doubling_all_reduce(tensor):
 
 def tree_reduce(tensor, dst):
     """Binomial-tree reduce (SUM) onto `dst`, like `dist.reduce`; returns `tensor`. The
-    broadcast tree backwards: add what the children send (nearest first: v + 1 is a leaf),
-    then send the partial sum to the parent. Other ranks keep a partial sum."""
+    broadcast's tree (`tree_broadcast`, `tree_children`) run backwards: each rank receives
+    and adds its children's partial sums in the reverse of the order the broadcast serves
+    them (farthest child first), then sends its own partial sum to its parent. Every
+    message of the broadcast, reversed, in the reverse order. Other ranks keep a partial
+    sum."""
     flat = flat_view(tensor)
     rank, p = dist.get_rank(), dist.get_world_size()
     v = (rank - dst) % p
-    mask = 1
-    while mask < p:
-        if v & mask:          # lowest set bit: time to send to the parent
-            dist.send(flat, (v - mask + dst) % p)
-            break
-        if v + mask < p:
-            incoming = scratch(flat.numel(), flat.dtype)
-            dist.recv(incoming, (v + mask + dst) % p)
-            flat.add_(incoming)
-        mask <<= 1
+    for child in reversed(tree_children(v, p)):
+        incoming = scratch(flat.numel(), flat.dtype)
+        dist.recv(incoming, (child + dst) % p)
+        flat.add_(incoming)
+    if v > 0:
+        dist.send(flat, (tree_parent(v) + dst) % p)
     return tensor
+
+
+def tree_parent(v):
+    """The binomial tree's parent of relative rank v > 0: v minus its highest set bit."""
+    return v - (1 << (v.bit_length() - 1))
+
+
+def tree_children(v, p):
+    """The relative ranks v sends to in the broadcast, in order: v + m for every power of
+    two m > v (1 for the root) with v + m < p."""
+    out, mask = [], 1 << v.bit_length()
+    while v + mask < p:
+        out.append(v + mask)
+        mask <<= 1
+    return out
 
 
 def star_reduce(tensor, dst):

@@ -52,7 +52,7 @@ def main(argv=None) -> int:
             print_row((c.id, c.lesson, c.text))
         return 0
 
-    print_row = _printer(("claim", "lesson", "result", "observed"), (ids, lessons, ["BROKEN"]))
+    print_row = _printer(("claim", "lesson", "result", "observed"), (ids, lessons, ["sourced"]))
     results = []
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
         for c, result in zip(claims, pool.map(evaluate, claims)):    # in order, as they finish

@@ -43,6 +43,24 @@ def tree_rounds(world_size, root=0):
     return rounds
 
 
+def tree_both_ways(world_size, numel=3):
+    """From the trace of one run: each rank's messages in tree_broadcast and in tree_reduce
+    (root 0), and whether the reduce's are the broadcast's reversed, in reverse order."""
+    res = launch_exercise(lab.run_calls, world_size,
+                          args=(["tree_broadcast", "tree_reduce"], numel))
+    same = True
+    for rank, calls in enumerate(res):
+        def ops(name):
+            return [f"{'->' if op == 'send' else '<-'}{peer}" for op, peer, _ in calls[name]
+                    if op in ("send", "recv")]
+        bcast, red = ops("tree_broadcast"), ops("tree_reduce")
+        flipped = [("<-" if a.startswith("->") else "->") + a[2:] for a in reversed(bcast)]
+        same = same and red == flipped
+        print(f"rank {rank}:  broadcast {' '.join(bcast):<14} reduce {' '.join(red)}")
+    print("the reduce's messages are the broadcast's, reversed and in reverse order, "
+          f"on every rank: {same}")
+
+
 def draw_tree(world_size=8):
     """Who holds the data after each round: lesson 07's star vs the binomial tree."""
     star = [[(0, dst)] for dst in range(1, world_size)]
@@ -72,7 +90,8 @@ def print_plan(algorithm, world_size, numel):
     """Each step of `algorithm` on every rank, from the plan the engine runs."""
     plans = [lab.plan(algorithm, r, world_size, numel) for r in range(world_size)]
     print(f"{algorithm}, {world_size} ranks, {numel} elements "
-          f"(send -> peer [elements], receive <- peer [elements], + = add it)")
+          f"(send -> peer [elements], receive <- peer [elements], + = add it); "
+          f"row k: each rank's own k-th step")
     for k in range(max(len(p) for p in plans)):
         cells = []
         for rank, steps in enumerate(plans):
