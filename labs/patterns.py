@@ -364,3 +364,29 @@ def demo(rank, world_size):
 
 if __name__ == "__main__":
     cli.main(demo)
+
+
+# ----------------------------------------------------------------------------------------
+# torch.distributed.pipelining: PyTorch's own schedules, on the same stages
+# ----------------------------------------------------------------------------------------
+
+def torch_pipeline_step(rank, world_size, schedule="1F1B", n_micro=8):
+    """Worker: the same training step as `pipeline_step`, run by PyTorch's own
+    `torch.distributed.pipelining` (`Schedule1F1B` or `ScheduleGPipe`) on the same stages,
+    batch and loss. Returns (loss or None, this stage's gradients) like `run_1f1b`."""
+    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+    layer = make_stages(world_size)[rank]
+    stage = PipelineStage(layer, rank, world_size, torch.device("cpu"))
+    kind = {"1F1B": Schedule1F1B, "GPipe": ScheduleGPipe}[schedule]
+    # scale_grads (default): the gradients are divided by n_micro, as run_1f1b's loss is.
+    runner = kind(stage, n_micro, loss_fn=nn.functional.mse_loss)
+    x, y = make_batch()
+    losses = []
+    if rank == 0:
+        runner.step(x)
+    elif rank == world_size - 1:
+        runner.step(target=y, losses=losses)
+    else:
+        runner.step()
+    loss = sum(l.item() for l in losses) / n_micro if losses else None
+    return loss, [p.grad.clone() for p in layer.parameters()]

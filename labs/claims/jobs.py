@@ -13,9 +13,13 @@ from labs.claims.registry import ClaimResult, claim
 
 
 @claim("11", "torchrun's 'Root Cause (first observed failure)' is the failure with the "
-             "smallest error timestamp, kept in whole seconds: failures in the same second tie, "
-             "and the lowest rank wins")
+             "smallest error timestamp, kept in whole seconds; failures in the same second tie, "
+             "and the one torchrun recorded first wins, not the first to fail")
 def torchrun_root_cause_is_the_smallest_whole_second():
+    # Source: torch/distributed/elastic/multiprocessing/errors/__init__.py (get_first_failure:
+    # min over the failures by timestamp; ProcessFailure.timestamp = int(time.time()) or the
+    # error file's) and multiprocessing/api.py (_poll: the failures found first, then the
+    # ranks it stops).
     # The error files are written by torch's own ErrorHandler (what @record uses), one per
     # rank, in rank order; ChildFailedError is what torchrun builds its report from.
     from torch.distributed.elastic.multiprocessing.errors import (ChildFailedError,
@@ -37,19 +41,22 @@ def torchrun_root_cause_is_the_smallest_whole_second():
             else:
                 os.environ["TORCHELASTIC_ERROR_FILE"] = kept
 
-        def root(files):
-            fails = {r: ProcessFailure(r, 1000 + r, 1, f) for r, f in enumerate(files)}
+        def root(order):
+            # torchrun's table of failures, in the order it recorded them (dicts keep it)
+            fails = {r: ProcessFailure(r, 1000 + r, 1, files[r]) for r in order}
             return ChildFailedError("job", fails).get_first_failure()[0], fails
-        whole = all(isinstance(f.timestamp, int) for f in root(files)[1].values())
-        # Same second everywhere (forced, the test must not depend on the clock):
+        whole = all(isinstance(f.timestamp, int) for f in root(range(4))[1].values())
+        # The same second everywhere (forced: the check must not depend on the clock)
         for f in files:
             _set_timestamp(f, 1_000_000)
-        tie = root(files)[0]
+        tie = root([0, 1, 2, 3])[0]
+        tie_3_first = root([3, 0, 1, 2])[0]
         _set_timestamp(files[2], 999_999)          # rank 2 one second earlier
-        earlier = root(files)[0]
-    holds = whole and tie == 0 and earlier == 2
-    return ClaimResult(holds, f"timestamps are ints: {whole}; 4 failures in the same second: "
-                              f"root cause rank {tie}; rank 2 one second earlier: rank {earlier}")
+        earlier = root([3, 0, 1, 2])[0]
+    holds = whole and tie == 0 and tie_3_first == 3 and earlier == 2
+    return ClaimResult(holds, f"timestamps are ints: {whole}; same second, recorded in rank "
+                              f"order: rank {tie}; same second, rank 3 recorded first: rank "
+                              f"{tie_3_first}; rank 2 one second earlier: rank {earlier}")
 
 
 def _set_timestamp(path, seconds):

@@ -91,6 +91,7 @@ def sanitised(text: str) -> str:
     what this machine put there is replaced by a <placeholder>."""
     text = text.replace(str(ROOT) + "/", "")
     text = re.sub(r"/tmp/p2p-job-[^/\s]+", "<log dir>", text)
+    text = re.sub(r"\S*/p2p-fr-[^/\s]+", "FR_DIR", text)
     text = re.sub(r"(?<![\w.\]>])/(?:[^\s/:()\[\]]+/)+(?=[^\s/:()\[\]]+)", "<path>/", text)
     text = re.sub(r"\d{4}-\d\d-\d\d_\d\d:\d\d:\d\d", "<time>", text)
     text = re.sub(r"\[([IWEF])\d{4} [\d:.]+ ", r"[\1<time> ", text)        # glog prefixes
@@ -121,15 +122,16 @@ def failures(run: JobRun) -> tuple[dict[int, int], int | None]:
 
 
 def show_root_cause(run: JobRun):
-    """Each failed rank's error time (whole seconds, from the first), the rank torchrun's
-    rule picks (smallest time, lowest rank on a tie) and the rank it named."""
+    """Each failed rank's error time (whole seconds, from the first one) and the rank torchrun
+    named; True if that rank has the smallest time."""
     times, named = failures(run)
     first = min(times.values())
     for rank, t in sorted(times.items()):
         print(f"rank {rank}: error time = first + {t - first} s")
-    rule = min(sorted(times), key=times.get)
-    print(f"smallest time, lowest rank on a tie: rank {rule}; torchrun's Root Cause: rank {named}")
-    return rule == named
+    tied = [r for r, t in sorted(times.items()) if t == first]
+    print(f"smallest time: rank{'s' if len(tied) > 1 else ''} {', '.join(map(str, tied))}; "
+          f"torchrun's Root Cause: rank {named}")
+    return named in tied
 
 
 # -- the flight recorder on gloo -------------------------------------------------------------
@@ -137,15 +139,18 @@ def show_root_cause(run: JobRun):
 FR_ENV = {"TORCH_FR_BUFFER_SIZE": "100"}
 
 
-def run_with_flight_recorder(after_s: float = 2.0, timeout_s: float = 5.0) -> dict:
-    """hung_job.py with the flight recorder on (TORCH_FR_BUFFER_SIZE) and every rank writing
-    its record `after_s` seconds into the step: {rank: [entry, ...]}, the job's run."""
+def run_hung_job(args=(), after_s: float = 2.0, **kwargs) -> JobRun:
+    """hung_job.py with the flight recorder on (TORCH_FR_BUFFER_SIZE) and each rank writing
+    its record `after_s` seconds into the step; `run.flight_records`: {rank: [entry, ...]}.
+    The command shown names the record's folder FR_DIR."""
     with tempfile.TemporaryDirectory(prefix="p2p-fr-") as where:
-        run = run_job("hung_job.py", 4, ["--timeout", str(timeout_s), "--fr-dump", where,
-                                         "--fr-dump-after", str(after_s)], env=FR_ENV)
-        records = {int(f.stem[4:]): json.loads(f.read_text()).get("entries", [])
-                   for f in sorted(Path(where).glob("rank*.json"))}
-    return {"run": run, "records": records}
+        run = run_job("hung_job.py", 4, [*args, "--fr-dump", where, "--fr-dump-after",
+                                         str(after_s)], env=FR_ENV, **kwargs)
+        run.flight_records = {int(f.stem[4:]): json.loads(f.read_text()).get("entries", [])
+                              for f in sorted(Path(where).glob("rank*.json"))}
+    env = " ".join(f"{k}={v}" for k, v in FR_ENV.items())
+    run.commands = [f"{env} {c.replace(where, 'FR_DIR')}" for c in run.commands]
+    return run
 
 
 def show_flight_records(records: dict):
