@@ -390,3 +390,17 @@ def torch_pipeline_step(rank, world_size, schedule="1F1B", n_micro=8):
         runner.step()
     loss = sum(l.item() for l in losses) / n_micro if losses else None
     return loss, [p.grad.clone() for p in layer.parameters()]
+
+
+def object_messages(rank, world_size):
+    """Worker: rank 0 sends a Python object with `dist.send_object_list`, rank 1 receives it
+    with `dist.recv_object_list`. Returns, on rank 0, the length of the object's pickle;
+    on rank 1, the object received."""
+    import pickle
+    obj = {"step": 7, "lr": 0.1, "stage": "warm-up"}
+    if rank == 0:
+        dist.send_object_list([obj], dst=1)
+        return len(pickle.dumps(obj))
+    got = [None]
+    dist.recv_object_list(got, src=0)
+    return got[0]

@@ -16,9 +16,12 @@ nccl_claim(
 
 nccl_claim(
     "nccl_p2p_connections_made_on_first_call", "09",
-    "NCCL sets up the connection between two ranks on demand, at their first point-to-point "
-    "call: that first call pays the set-up, and it completes only when both ranks reach it",
-    "NVIDIA/nccl#415 ('Send/Recv connections are established on demand'), NVIDIA/nccl#783")
+    "on NCCL the first point-to-point call between two ranks sets up their connection (a "
+    "plain send/recv, a 2-rank communicator of their own): that first call pays the set-up, "
+    "and it completes only when both ranks reach it; batched ops use the group's communicator",
+    "NVIDIA/nccl#415 ('Send/Recv connections are established on demand'), NVIDIA/nccl#783; "
+    "torch 2.13 send_object_list docstring (use_batch 'avoids initializing 2-rank "
+    "communicators')")
 
 nccl_claim(
     "nccl_debug_subsys_coll_logs_every_call", "11",

@@ -138,3 +138,26 @@ def side_by_side(runs: dict, world_size: int):
         same = same and all(f == flat[0] for f in flat)
     print("the same messages, in the same order, on every stage:", same)
     return same
+
+
+def show_pipelining_lines():
+    """The lines of torch.distributed.pipelining (this torch's schedules.py) that post its
+    point-to-point ops, with their line numbers."""
+    import inspect
+
+    import torch.distributed.pipelining.schedules as schedules
+    source, first = inspect.getsourcelines(schedules)
+    path = "torch/distributed/pipelining/schedules.py"
+    for fn in (schedules._batch_p2p, schedules._sorted_batch_p2p, schedules._wait_batch_p2p):
+        lines, start = inspect.getsourcelines(fn)
+        print(f"{path}, line {start}:")
+        print("".join("    " + l for l in lines if l.strip() and
+                      not l.strip().startswith(("logger.", "desc_str", "if len(p2p_ops) == 0",
+                                                "return []", "return work_by_peer")))
+              .rstrip())
+        print()
+    steady = [(k + 1, l.strip()) for k, l in enumerate(source)
+              if "_batch_p2p(fwd_sends + bwd_recvs" in l or "_batch_p2p(bwd_sends + fwd_recvs" in l]
+    print(f"{path}, class Schedule1F1B, its steady state:")
+    for number, line in steady:
+        print(f"    line {number}: {line}")
