@@ -290,10 +290,25 @@ def predict(algorithm, world_size, nbytes, model):
                for r in range(world_size))
 
 
+# A close call goes to the algorithm with fewer steps: the model is fitted on one idle pair of
+# ranks, and every extra step is one more rendezvous, which costs more than `alpha` as soon as
+# the ranks compete for the CPU. Another algorithm must be predicted this much faster to win.
+CLOSE_CALL = 0.25
+
+
+def steps_of(algorithm, world_size, numel=1 << 20):
+    """The most steps any rank takes in `algorithm` on `world_size` ranks."""
+    return max(len(plan(algorithm, r, world_size, numel)) for r in range(world_size))
+
+
 @functools.lru_cache(maxsize=4096)
 def choose(world_size, nbytes, model):
-    """The algorithm the model predicts fastest for (world_size, nbytes)."""
-    return min(ALGORITHMS, key=lambda a: predict(a, world_size, nbytes, model))
+    """The algorithm the model predicts fastest for (world_size, nbytes), unless one with
+    fewer steps is predicted within CLOSE_CALL of it: then that one."""
+    times = {a: predict(a, world_size, nbytes, model) for a in ALGORITHMS}
+    best = min(ALGORITHMS, key=times.get)
+    close = [a for a in ALGORITHMS if times[a] <= times[best] * (1 + CLOSE_CALL)]
+    return min(close, key=lambda a: (steps_of(a, world_size), times[a]))
 
 
 # ---- best_all_reduce: fit the model once per process group, then pick by prediction ----
@@ -311,7 +326,8 @@ def set_model(model):
 def calibrate(sizes=CALIBRATION_SIZES, reps=5):
     """Fit the Model here; a collective: every rank calls it and gets rank 0's fit.
     alpha, beta: lesson 05's ping-pong and fit, per size the faster of two runs (a burst of
-    load hits one, rarely both); gamma: the median of 5 additions of 16 MiB tensors."""
+    load hits one, rarely both); gamma: the fastest of 5 additions of 16 MiB tensors (load
+    only ever makes one slower)."""
     rank, p = dist.get_rank(), dist.get_world_size()
     kept, tracing.TRACER.events = tracing.TRACER.events, []   # ping_pong clears the trace
     try:
@@ -323,7 +339,7 @@ def calibrate(sizes=CALIBRATION_SIZES, reps=5):
         t0 = time.perf_counter()
         a.add_(b)
         adds.append(time.perf_counter() - t0)
-    gamma = sorted(adds[1:])[2] / a.nbytes          # the first add pays the page faults
+    gamma = min(adds[1:]) / a.nbytes    # the first add pays the page faults; load only adds
     fit = measure.fit_alpha_beta(sizes, [min(r[n] for r in runs) for n in sizes]) \
         if rank == 0 else (0.0, 0.0)
     fitted = torch.tensor([*fit, gamma], dtype=torch.float64)
