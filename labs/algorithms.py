@@ -1,7 +1,7 @@
 """Lesson 10: beyond the ring. Trees, recursive doubling, halving-doubling, and choosing.
 
   tree_broadcast(tensor, src)        EXERCISE 1: binomial tree, ceil(log2 p) rounds
-  tree_reduce / star_reduce          the tree backwards; lesson 07's star used for a reduce
+  tree_reduce / star_reduce          the broadcast's tree backwards; lesson 07's star for a reduce
   recursive_doubling_all_reduce(t)   EXERCISE 2: log2 p exchanges of the whole tensor
   halving_doubling_all_reduce(t)     EXERCISE 3: halving reduce-scatter + doubling all-gather
   best_all_reduce(t)                 runs the algorithm the model fitted here predicts fastest
@@ -136,22 +136,36 @@ def halving_doubling_all_reduce(tensor):
 
 def tree_reduce(tensor, dst):
     """Binomial-tree reduce (SUM) onto `dst`, like `dist.reduce`; returns `tensor`. The
-    broadcast tree backwards: add what the children send (nearest first: v + 1 is a leaf),
-    then send the partial sum to the parent. Other ranks keep a partial sum."""
+    broadcast's tree (`tree_broadcast`, `tree_children`) run backwards: each rank receives
+    and adds its children's partial sums in the reverse of the order the broadcast serves
+    them (farthest child first), then sends its own partial sum to its parent. Every
+    message of the broadcast, reversed, in the reverse order. Other ranks keep a partial
+    sum."""
     flat = flat_view(tensor)
     rank, p = dist.get_rank(), dist.get_world_size()
     v = (rank - dst) % p
-    mask = 1
-    while mask < p:
-        if v & mask:          # lowest set bit: time to send to the parent
-            dist.send(flat, (v - mask + dst) % p)
-            break
-        if v + mask < p:
-            incoming = scratch(flat.numel(), flat.dtype)
-            dist.recv(incoming, (v + mask + dst) % p)
-            flat.add_(incoming)
-        mask <<= 1
+    for child in reversed(tree_children(v, p)):
+        incoming = scratch(flat.numel(), flat.dtype)
+        dist.recv(incoming, (child + dst) % p)
+        flat.add_(incoming)
+    if v > 0:
+        dist.send(flat, (tree_parent(v) + dst) % p)
     return tensor
+
+
+def tree_parent(v):
+    """The binomial tree's parent of relative rank v > 0: v minus its highest set bit."""
+    return v - (1 << (v.bit_length() - 1))
+
+
+def tree_children(v, p):
+    """The relative ranks v sends to in the broadcast, in order: v + m for every power of
+    two m > v (1 for the root) with v + m < p."""
+    out, mask = [], 1 << v.bit_length()
+    while v + mask < p:
+        out.append(v + mask)
+        mask <<= 1
+    return out
 
 
 def star_reduce(tensor, dst):
@@ -276,10 +290,25 @@ def predict(algorithm, world_size, nbytes, model):
                for r in range(world_size))
 
 
+# A close call goes to the algorithm with fewer steps: the model is fitted on one idle pair of
+# ranks, and every extra step is one more rendezvous, which costs more than `alpha` as soon as
+# the ranks compete for the CPU. Another algorithm must be predicted this much faster to win.
+CLOSE_CALL = 0.25
+
+
+def steps_of(algorithm, world_size, numel=1 << 20):
+    """The most steps any rank takes in `algorithm` on `world_size` ranks."""
+    return max(len(plan(algorithm, r, world_size, numel)) for r in range(world_size))
+
+
 @functools.lru_cache(maxsize=4096)
 def choose(world_size, nbytes, model):
-    """The algorithm the model predicts fastest for (world_size, nbytes)."""
-    return min(ALGORITHMS, key=lambda a: predict(a, world_size, nbytes, model))
+    """The algorithm the model predicts fastest for (world_size, nbytes), unless one with
+    fewer steps is predicted within CLOSE_CALL of it: then that one."""
+    times = {a: predict(a, world_size, nbytes, model) for a in ALGORITHMS}
+    best = min(ALGORITHMS, key=times.get)
+    close = [a for a in ALGORITHMS if times[a] <= times[best] * (1 + CLOSE_CALL)]
+    return min(close, key=lambda a: (steps_of(a, world_size), times[a]))
 
 
 # ---- best_all_reduce: fit the model once per process group, then pick by prediction ----
@@ -297,7 +326,8 @@ def set_model(model):
 def calibrate(sizes=CALIBRATION_SIZES, reps=5):
     """Fit the Model here; a collective: every rank calls it and gets rank 0's fit.
     alpha, beta: lesson 05's ping-pong and fit, per size the faster of two runs (a burst of
-    load hits one, rarely both); gamma: the median of 5 additions of 16 MiB tensors."""
+    load hits one, rarely both); gamma: the fastest of 5 additions of 16 MiB tensors (load
+    only ever makes one slower)."""
     rank, p = dist.get_rank(), dist.get_world_size()
     kept, tracing.TRACER.events = tracing.TRACER.events, []   # ping_pong clears the trace
     try:
@@ -309,7 +339,7 @@ def calibrate(sizes=CALIBRATION_SIZES, reps=5):
         t0 = time.perf_counter()
         a.add_(b)
         adds.append(time.perf_counter() - t0)
-    gamma = sorted(adds[1:])[2] / a.nbytes          # the first add pays the page faults
+    gamma = min(adds[1:]) / a.nbytes    # the first add pays the page faults; load only adds
     fit = measure.fit_alpha_beta(sizes, [min(r[n] for r in runs) for n in sizes]) \
         if rank == 0 else (0.0, 0.0)
     fitted = torch.tensor([*fit, gamma], dtype=torch.float64)

@@ -242,7 +242,7 @@ def one_step(rank, world_size, method, hidden=HIDDEN, bucket_bytes=BUCKET_BYTES)
 def averaging_check(rank, world_size, method):
     """Average this rank's gradients with `method`; compare with the all_reduce mean.
 
-    Prints, per rank, whether the result equals `all_reduce(grad) / W` (allclose) and
+    Prints, per rank, whether the result equals `all_reduce(grad) / p` (allclose) and
     whether the frozen layer's grads are still None; returns the averaged grads.
     """
     model = make_model()
@@ -259,7 +259,7 @@ def averaging_check(rank, world_size, method):
     same = got.keys() == expected.keys() and all(
         torch.allclose(got[k], expected[k], atol=1e-7) for k in got)
     frozen = model[0].weight.grad is None and model[0].bias.grad is None
-    print(f"{method}: {len(got)} gradients averaged; equal to all_reduce / W: {same}; "
+    print(f"{method}: {len(got)} gradients averaged; equal to all_reduce / p: {same}; "
           f"frozen layer's grads still None: {frozen}")
     return torch.cat([g.reshape(-1) for g in got.values()])
 

@@ -364,3 +364,43 @@ def demo(rank, world_size):
 
 if __name__ == "__main__":
     cli.main(demo)
+
+
+# ----------------------------------------------------------------------------------------
+# torch.distributed.pipelining: PyTorch's own schedules, on the same stages
+# ----------------------------------------------------------------------------------------
+
+def torch_pipeline_step(rank, world_size, schedule="1F1B", n_micro=8):
+    """Worker: the same training step as `pipeline_step`, run by PyTorch's own
+    `torch.distributed.pipelining` (`Schedule1F1B` or `ScheduleGPipe`) on the same stages,
+    batch and loss. Returns (loss or None, this stage's gradients) like `run_1f1b`."""
+    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+    layer = make_stages(world_size)[rank]
+    stage = PipelineStage(layer, rank, world_size, torch.device("cpu"))
+    kind = {"1F1B": Schedule1F1B, "GPipe": ScheduleGPipe}[schedule]
+    # scale_grads (default): the gradients are divided by n_micro, as run_1f1b's loss is.
+    runner = kind(stage, n_micro, loss_fn=nn.functional.mse_loss)
+    x, y = make_batch()
+    losses = []
+    if rank == 0:
+        runner.step(x)
+    elif rank == world_size - 1:
+        runner.step(target=y, losses=losses)
+    else:
+        runner.step()
+    loss = sum(l.item() for l in losses) / n_micro if losses else None
+    return loss, [p.grad.clone() for p in layer.parameters()]
+
+
+def object_messages(rank, world_size):
+    """Worker: rank 0 sends a Python object with `dist.send_object_list`, rank 1 receives it
+    with `dist.recv_object_list`. Returns, on rank 0, the length of the object's pickle;
+    on rank 1, the object received."""
+    import pickle
+    obj = {"step": 7, "lr": 0.1, "stage": "warm-up"}
+    if rank == 0:
+        dist.send_object_list([obj], dst=1)
+        return len(pickle.dumps(obj))
+    got = [None]
+    dist.recv_object_list(got, src=0)
+    return got[0]

@@ -155,7 +155,7 @@ def snippet2_fixed_shift(rank, world_size):
 
 
 def snippet2_fixed_sum(rank, world_size):
-    """Fix 2: W - 1 shifts that add what arrives (lesson 05's pass-along ring)."""
+    """Fix 2: p - 1 shifts that add what arrives (lesson 05's pass-along ring)."""
     return pass_along_all_reduce(torch.tensor([rank + 1.0])).item()
 
 
@@ -268,8 +268,8 @@ def made_of(new, own, everyone, world_size):
         return "the mean"
     rest = new - own / world_size
     if any(torch.allclose(rest, g) for g in everyone if not torch.equal(g, own)):
-        return "own/W + one other rank's gradient, unscaled"
-    return "own/W + memory nobody wrote"
+        return "own/p + one other rank's gradient, unscaled"
+    return "own/p + memory nobody wrote"
 
 
 def snippet3_run(rank, world_size, name, fixes=None):

@@ -12,10 +12,12 @@ In a notebook, the cell that states a claim runs its entry:
 
 Modules: registry (the @claim decorator, check), common (shared helpers), and the claims
 themselves by lesson: p2p (01), batching (02), waiting (03, 08), deadlocks (04, 05),
-training (06, 07, 08), online (08: the claims readers meet online).
+training (06, 07, 08), online (08: the claims readers meet online), jobs (11), nccl (NCCL
+claims: labelled, sourced, not run here).
 """
 from labs.claims.registry import CLAIMS, Claim, ClaimResult, check, claim, evaluate, get
 # Importing a claim module registers its claims.
-from labs.claims import batching, deadlocks, online, p2p, training, waiting  # noqa: F401
+from labs.claims import (batching, deadlocks, jobs, nccl, online, p2p,  # noqa: F401
+                         training, waiting)
 
 __all__ = ["CLAIMS", "Claim", "ClaimResult", "check", "claim", "evaluate", "get"]

@@ -10,6 +10,10 @@ A claim is a function with no arguments that runs real gloo workers and returns 
 
 Its id is the function's name. `observed` is short and the same on every run (no timings,
 pids, ports or paths), so a notebook cell that prints it passes strict nbval.
+
+NCCL claims cannot run on a CPU. They are registered with `nccl_claim(lesson, text, source)`:
+labelled "NCCL, not run here" wherever they are shown, with the public source that states
+them (the table lists them as `sourced`, never as `holds`).
 """
 from __future__ import annotations
 
@@ -30,6 +34,11 @@ class Claim:
     lesson: str            # "03": the lesson whose prose states it
     text: str              # the claim, one line
     run: Callable[[], ClaimResult]
+    source: str = ""       # NCCL claims: where it is stated (they are not run here)
+
+    @property
+    def sourced(self) -> bool:
+        return bool(self.source)
 
 
 CLAIMS: dict[str, Claim] = {}
@@ -43,6 +52,17 @@ def claim(lesson: str, text: str):
         CLAIMS[fn.__name__] = Claim(fn.__name__, lesson, text, fn)
         return fn
     return register
+
+
+def nccl_claim(claim_id: str, lesson: str, text: str, source: str) -> Claim:
+    """Register an NCCL claim: not run here (no GPUs), stated with its public `source`."""
+    if claim_id in CLAIMS and CLAIMS[claim_id].text != text:
+        raise ValueError(f"two claims are called {claim_id!r}")
+
+    def run():
+        return ClaimResult(True, f"NCCL, not run here; source: {source}")
+    CLAIMS[claim_id] = Claim(claim_id, lesson, text, run, source)
+    return CLAIMS[claim_id]
 
 
 def get(claim_id: str) -> Claim:
@@ -74,6 +94,9 @@ def check(claim_id: str) -> None:
     release changes the behaviour. Returns None, so the cell shows that one line only.
     """
     entry = get(claim_id)
+    if entry.sourced:
+        print(f"NCCL, not run here: {entry.text} (source: {entry.source})")
+        return
     result = evaluate(entry)
     if not result.holds:
         raise AssertionError(f"claim BROKEN: {entry.text} (observed: {result.observed}). "

@@ -22,8 +22,27 @@ def unsolved_exercise(exc: WorkerError) -> tuple[str, str] | None:
     return None
 
 
+_SAID: set = set()
+
+
+def _this_cell():
+    """The running notebook cell's execution count, or None outside IPython."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    return None if shell is None else shell.execution_count
+
+
 def say_unsolved(name: str, file: str) -> None:
-    """The two lines a cell prints before it runs the reference body in place of yours."""
+    """The two lines a cell prints before it runs the reference body in place of yours;
+    once per exercise and cell, also when the cell launches it several times."""
+    cell = _this_cell()
+    if cell is not None:
+        if (cell, name) in _SAID:
+            return
+        _SAID.add((cell, name))
     print(f"Exercise `{name}` ({file}) is not solved yet: below, the REFERENCE solution "
           f"runs in its place.")
     print("Solve it, grade it with `make check`, then run this cell again to see your own.")

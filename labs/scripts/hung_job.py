@@ -10,10 +10,14 @@ Ranks 0 and 1 finish their swap and wait for the others at the end of the step.
 
 --check barrier      end the step with dist.barrier() (as most jobs do)
 --check monitored    end it with dist.monitored_barrier(), which names the missing ranks
+--fr-dump DIR        with TORCH_FR_BUFFER_SIZE=N in the environment (the flight recorder),
+                     every rank writes its record to DIR/rank<R>.json --fr-dump-after
+                     seconds into the step (gloo has no dump on timeout: this is one)
 """
 import argparse
 import datetime
 import os
+import threading
 import time
 
 import torch
@@ -39,6 +43,17 @@ def swap_with(peer, mine, their_size):
     return theirs
 
 
+def dump_flight_recorder_later(directory, rank, after):
+    """The flight recorder's record of this rank, written to a file `after` seconds from now,
+    from a thread of its own: the main thread may be stuck in a call by then."""
+    def dump():
+        time.sleep(after)
+        trace = torch._C._distributed_c10d._dump_fr_trace_json()   # every entry, as JSON
+        with open(os.path.join(directory, f"rank{rank}.json"), "wb") as f:
+            f.write(trace)
+    threading.Thread(target=dump, daemon=True).start()
+
+
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--timeout", type=float, default=60.0,
@@ -48,6 +63,10 @@ def parse_args():
                         help="monitored_barrier's own timeout in seconds")
     parser.add_argument("--compute", type=float, default=0.3,
                         help="seconds of the step's other work after the swap")
+    parser.add_argument("--fr-dump", metavar="DIR",
+                        help="write the flight recorder's record to DIR/rank<R>.json")
+    parser.add_argument("--fr-dump-after", type=float, default=2.0,
+                        help="seconds after the step starts to write it")
     return parser.parse_args()
 
 
@@ -63,6 +82,8 @@ def main():
         sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(world_size)]
         dist.all_gather(sizes, torch.tensor([mine.numel()]))     # everyone's shard size
         peer = rank ^ 1                                         # 0<->1, 2<->3, ...
+        if args.fr_dump:
+            dump_flight_recorder_later(args.fr_dump, rank, args.fr_dump_after)
         say(rank, f"swapping {mine.numel()} values with rank {peer}")
         theirs = swap_with(peer, mine, int(sizes[peer]))
         say(rank, f"received {theirs.numel()} values from rank {peer}")

@@ -43,6 +43,24 @@ def tree_rounds(world_size, root=0):
     return rounds
 
 
+def tree_both_ways(world_size, numel=3):
+    """From the trace of one run: each rank's messages in tree_broadcast and in tree_reduce
+    (root 0), and whether the reduce's are the broadcast's reversed, in reverse order."""
+    res = launch_exercise(lab.run_calls, world_size,
+                          args=(["tree_broadcast", "tree_reduce"], numel))
+    same = True
+    for rank, calls in enumerate(res):
+        def ops(name):
+            return [f"{'->' if op == 'send' else '<-'}{peer}" for op, peer, _ in calls[name]
+                    if op in ("send", "recv")]
+        bcast, red = ops("tree_broadcast"), ops("tree_reduce")
+        flipped = [("<-" if a.startswith("->") else "->") + a[2:] for a in reversed(bcast)]
+        same = same and red == flipped
+        print(f"rank {rank}:  broadcast {' '.join(bcast):<14} reduce {' '.join(red)}")
+    print("the reduce's messages are the broadcast's, reversed and in reverse order, "
+          f"on every rank: {same}")
+
+
 def draw_tree(world_size=8):
     """Who holds the data after each round: lesson 07's star vs the binomial tree."""
     star = [[(0, dst)] for dst in range(1, world_size)]
@@ -72,7 +90,8 @@ def print_plan(algorithm, world_size, numel):
     """Each step of `algorithm` on every rank, from the plan the engine runs."""
     plans = [lab.plan(algorithm, r, world_size, numel) for r in range(world_size)]
     print(f"{algorithm}, {world_size} ranks, {numel} elements "
-          f"(send -> peer [elements], receive <- peer [elements], + = add it)")
+          f"(send -> peer [elements], receive <- peer [elements], + = add it); "
+          f"row k: each rank's own k-th step")
     for k in range(max(len(p) for p in plans)):
         cells = []
         for rank, steps in enumerate(plans):
@@ -187,13 +206,16 @@ def plot_sweep(measured, model):
     fig, axes = plt.subplots(1, len(measured), figsize=(5 * len(measured), 4), sharey=True)
     for ax, (p, by_size) in zip(axes, measured.items()):
         sizes = list(by_size)
-        for i, name in enumerate(next(iter(by_size.values()))):
+        names = list(next(iter(by_size.values())))
+        for i, name in enumerate(names):
             color = f"C{i}"
             med = [statistics.median(by_size[n][name]) * 1e3 for n in sizes]
             low = [m - min(by_size[n][name]) * 1e3 for m, n in zip(med, sizes)]
             high = [max(by_size[n][name]) * 1e3 - m for m, n in zip(med, sizes)]
-            ax.errorbar(sizes, med, yerr=[low, high], fmt="o", ms=4, color=color, label=name,
-                        capsize=2)
+            # side by side around each size (log axis), so that markers do not hide each other
+            shift = 2 ** (0.35 * (i - (len(names) - 1) / 2))
+            ax.errorbar([n * shift for n in sizes], med, yerr=[low, high], fmt="o", ms=4,
+                        color=color, label=name, capsize=2)
             if name in lab.ALGORITHMS:
                 ax.plot(sizes, [lab.predict(name, p, n, model) * 1e3 for n in sizes], "--",
                         color=color, lw=1)
@@ -218,3 +240,32 @@ def best_vs_gloo(measured, model):
             choice = lab.choose(p, nbytes, model)
             print(f"{p} ranks {format_size(nbytes):>7}: chose {choice:<16} gloo/best "
                   f"{ratio:5.2f}  {table.verdict('best', 'all_reduce')}")
+
+
+def choice_vs_measured(measured, model):
+    """For every (p, size) of the sweep: the algorithm the model picks, the one measured
+    fastest (median), the verdict between the two from their ranges, and the model's
+    predicted time for its pick over the measured one (1.0: the model describes this run).
+    On 2 ranks the ring and halving-doubling are the same plan: one name for both."""
+    def same_plan(p, name):
+        return "halving-doubling" if p == 2 and name == "ring" else name
+
+    print(f"{'ranks':>5} {'size':>7}  {'model picks':<17} {'measured fastest':<17} "
+          f"{'pick vs fastest':<44} predicted/measured")
+    rows = []
+    for p, by_size in measured.items():
+        for nbytes, by_name in by_size.items():
+            algos = {a: by_name[a] for a in lab.ALGORITHMS if a in by_name}
+            pick = lab.choose(p, nbytes, model)
+            fastest = same_plan(p, min(algos, key=lambda a: statistics.median(algos[a])))
+            if fastest == pick:
+                verdict = "the same algorithm"
+            else:
+                verdict = compare({pick: algos[pick], fastest: algos[fastest]}).verdict(
+                    fastest, pick).split(": ", 1)[1]
+            off = lab.predict(pick, p, nbytes, model) / statistics.median(algos[pick])
+            rows.append({"ranks": p, "bytes": nbytes, "pick": pick, "fastest": fastest,
+                         "verdict": verdict, "predicted/measured": off})
+            print(f"{p:>5} {format_size(nbytes):>7}  {pick:<17} {fastest:<17} {verdict:<44} "
+                  f"{off:.2f}")
+    return rows

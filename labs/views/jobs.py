@@ -6,14 +6,16 @@ How a job is started, stopped at its deadline and read with py-spy is the harnes
 from __future__ import annotations
 
 import ast
+import json
 import re
 import tempfile
+from pathlib import Path
 
 import labs.jobs as lab
 from labs import launch_exercise
 from labs.harness.exercises import NOTES_ENV, SOLUTIONS_ENV, notes_in
 from labs.harness.timing import compare, spread
-from labs.harness.torchrun import SCRIPTS, JobRun, RankOutput, run_job
+from labs.harness.torchrun import ROOT, SCRIPTS, JobRun, RankOutput, run_job
 from labs.harness.unsolved import say_unsolved
 
 # Also called as `view.<name>`: by notebook 11 (leftovers, run_two_nodes), by the
@@ -81,6 +83,83 @@ def run_ring_job(nproc: int = 3, numel: int = 6) -> JobRun:
     print("each rank printed the sum, once:",
           printed == [f"rank {r} result: {total}" for r in range(nproc)])
     return run
+
+
+# -- printing what a job left without machine details -----------------------------------------
+
+def sanitised(text: str) -> str:
+    """`text` with paths relative to the course, and no date, time, pid, port or other path:
+    what this machine put there is replaced by a <placeholder>."""
+    text = text.replace(str(ROOT) + "/", "")
+    text = re.sub(r"/tmp/p2p-job-[^/\s]+", "<log dir>", text)
+    text = re.sub(r"\S*/p2p-fr-[^/\s]+", "FR_DIR", text)
+    text = re.sub(r"(?<![\w.\]>])/(?:[^\s/:()\[\]]+/)+(?=[^\s/:()\[\]]+)", "<path>/", text)
+    text = re.sub(r"\d{4}-\d\d-\d\d_\d\d:\d\d:\d\d", "<time>", text)
+    text = re.sub(r"\[([IWEF])\d{4} [\d:.]+ ", r"[\1<time> ", text)        # glog prefixes
+    text = re.sub(r"\b(pid:? |Process |Thread )\d+", r"\1<pid>", text)
+    text = re.sub(r"\b(\d{1,3}(?:\.\d{1,3}){3}\]?|localhost|\])([:, ]+)\d{4,5}\b", r"\1\2<port>", text)
+    text = re.sub(r"\b(fd|addr)=\S+", r"\1=<...>", text)
+    text = re.sub(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\S*", "<run id>", text)
+    return text
+
+
+# -- torchrun's "Root Cause" -----------------------------------------------------------------
+
+def failures(run: JobRun) -> tuple[dict[int, int], int | None]:
+    """From torchrun's report: {rank: error time in whole seconds} for every failed rank, and
+    the rank it names as "Root Cause (first observed failure)"."""
+    import datetime
+    times, named = {}, None
+    for summary in run.summaries:
+        body, _, root = summary.partition("Root Cause (first observed failure):")
+        for part, is_root in ((body, False), (root, True)):
+            for stamp, rank in re.findall(r"time\s*: (\S+)\s+host\s*: \S+\s+rank\s*: (\d+)",
+                                          part):
+                seconds = int(datetime.datetime.strptime(stamp, "%Y-%m-%d_%H:%M:%S").timestamp())
+                times[int(rank)] = seconds
+                if is_root and named is None:
+                    named = int(rank)
+    return times, named
+
+
+def show_root_cause(run: JobRun):
+    """Each failed rank's error time (whole seconds, from the first one) and the rank torchrun
+    named; True if that rank has the smallest time."""
+    times, named = failures(run)
+    first = min(times.values())
+    for rank, t in sorted(times.items()):
+        print(f"rank {rank}: error time = first + {t - first} s")
+    tied = [r for r, t in sorted(times.items()) if t == first]
+    print(f"smallest time: rank{'s' if len(tied) > 1 else ''} {', '.join(map(str, tied))}; "
+          f"torchrun's Root Cause: rank {named}")
+    return named in tied
+
+
+# -- the flight recorder on gloo -------------------------------------------------------------
+
+FR_ENV = {"TORCH_FR_BUFFER_SIZE": "100"}
+
+
+def run_hung_job(args=(), after_s: float = 2.0, **kwargs) -> JobRun:
+    """hung_job.py with the flight recorder on (TORCH_FR_BUFFER_SIZE) and each rank writing
+    its record `after_s` seconds into the step; `run.flight_records`: {rank: [entry, ...]}.
+    The command shown names the record's folder FR_DIR."""
+    with tempfile.TemporaryDirectory(prefix="p2p-fr-") as where:
+        run = run_job("hung_job.py", 4, [*args, "--fr-dump", where, "--fr-dump-after",
+                                         str(after_s)], env=FR_ENV, **kwargs)
+        run.flight_records = {int(f.stem[4:]): json.loads(f.read_text()).get("entries", [])
+                              for f in sorted(Path(where).glob("rank*.json"))}
+    env = " ".join(f"{k}={v}" for k, v in FR_ENV.items())
+    run.commands = [f"{env} {c.replace(where, 'FR_DIR')}" for c in run.commands]
+    return run
+
+
+def show_flight_records(records: dict):
+    """One line per recorded operation and rank: sequence number, operation, sizes, state."""
+    for rank, entries in sorted(records.items()):
+        ops = [f"#{e['collective_seq_id']} {e['profiling_name']} {e['input_sizes']} "
+               f"({e['state']})" for e in entries]
+        print(f"rank {rank}: {len(entries)} recorded: " + "; ".join(ops))
 
 
 # -- async_op=True collectives ---------------------------------------------------------------

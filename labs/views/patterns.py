@@ -100,3 +100,64 @@ def ring_attention_figure(sequential, overlapped):
     axes[0].set_xlabel("")
     fig.tight_layout()
     return fig
+
+
+# ----------------------------------------------------------------------------------------
+# torch.distributed.pipelining next to the hand-written 1F1B
+# ----------------------------------------------------------------------------------------
+
+def data_calls(trace, rank, dtype="float32"):
+    """One rank's point-to-point calls that move `dtype` data, one entry per call (a batch is
+    one call): '->2' send to 2, '<-0' receive from 0, '[->2 <-2]' one batch of both."""
+    calls, batches = [], {}
+    for e in trace:
+        if e.rank != rank or e.op not in ("send", "recv", "isend", "irecv") or e.dtype != dtype:
+            continue
+        text = ("->" if "send" in e.op else "<-") + str(e.peer)
+        if e.batch is None:
+            calls.append([text])
+        elif e.batch in batches:
+            batches[e.batch].append(text)
+        else:
+            batches[e.batch] = [text]
+            calls.append(batches[e.batch])
+    return [c[0] if len(c) == 1 else "[" + " ".join(c) + "]" for c in calls]
+
+
+def side_by_side(runs: dict, world_size: int):
+    """Per stage, each run's data calls in program order; then whether every run sends and
+    receives the same messages (peer, direction) in the same order."""
+    same = True
+    for rank in range(world_size):
+        print(f"stage {rank}:")
+        flat = []
+        for name, run in runs.items():
+            calls = data_calls(run.trace, rank)
+            print(f"  {name:<14} " + " ".join(calls))
+            flat.append([m for c in calls for m in c.strip("[]").split()])
+        same = same and all(f == flat[0] for f in flat)
+    print("the same messages, in the same order, on every stage:", same)
+    return same
+
+
+def show_pipelining_lines():
+    """The lines of torch.distributed.pipelining (this torch's schedules.py) that post its
+    point-to-point ops, with their line numbers."""
+    import inspect
+
+    import torch.distributed.pipelining.schedules as schedules
+    source, first = inspect.getsourcelines(schedules)
+    path = "torch/distributed/pipelining/schedules.py"
+    for fn in (schedules._batch_p2p, schedules._sorted_batch_p2p, schedules._wait_batch_p2p):
+        lines, start = inspect.getsourcelines(fn)
+        print(f"{path}, line {start}:")
+        print("".join("    " + l for l in lines if l.strip() and
+                      not l.strip().startswith(("logger.", "desc_str", "if len(p2p_ops) == 0",
+                                                "return []", "return work_by_peer")))
+              .rstrip())
+        print()
+    steady = [(k + 1, l.strip()) for k, l in enumerate(source)
+              if "_batch_p2p(fwd_sends + bwd_recvs" in l or "_batch_p2p(bwd_sends + fwd_recvs" in l]
+    print(f"{path}, class Schedule1F1B, its steady state:")
+    for number, line in steady:
+        print(f"    line {number}: {line}")

@@ -132,6 +132,8 @@ def test_nccl_differences():
     # NCCL allows send/recv to self, but a batch that is the first call on the group without
     # every rank is undefined there (the batch_isend_irecv docstring)
     assert selfb.nccl.outcome == "undefined" and "NCCL allows" in str(selfb)
+    lone = check(SCHEDULES["self_send"][0])
+    assert lone.nccl.outcome == "error" and "ncclInvalidUsage" in str(lone.nccl.verdicts[0])
     h2h = check(SCHEDULES["head_to_head_send"][0])
     assert h2h.nccl.outcome == "hang" and "may buffer a small send" in str(h2h)
     recvs = check(SCHEDULES["head_to_head_recv"][0])
@@ -140,6 +142,21 @@ def test_nccl_differences():
     assert anysrc.nccl.outcome == "error" and "any_source" in anysrc.nccl.kinds
     fifo = check(SCHEDULES["fifo_messages"][0])       # tags ignored: FIFO pairs change
     assert fifo.nccl.outcome == "undefined"
+
+
+def test_nccl_self_ops_need_their_partner_in_the_same_call():
+    """NCCL (modelled): a self send without its self receive in the same group raises
+    (ncclInvalidUsage), it does not hang; a matched pair in one batch is allowed."""
+    snippet1 = {r: [batch([isend(1, 5), irecv(0, 3)]), wait()] for r in (0, 1)}
+    nccl = check(snippet1, backend="nccl")
+    assert nccl.outcome == "error" and not nccl.stuck
+    assert {v.ranks for v in nccl.by_kind("self")} == {(0,), (1,)}
+    assert all("ncclInvalidUsage" in v.message for v in nccl.by_kind("self"))
+    pair = {0: [batch([isend(0, 4), irecv(0, 4), isend(1, 4)]), wait()],
+            1: [batch([irecv(0, 4)]), wait()]}
+    assert check(pair, backend="nccl").outcome == "ok"
+    split = {0: [batch([isend(0, 4)]), batch([irecv(0, 4)]), wait()], 1: []}
+    assert check(split, backend="nccl").outcome == "error"
 
 
 def test_unreached_problems_are_reported_as_such():

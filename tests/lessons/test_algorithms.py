@@ -266,3 +266,25 @@ def test_time_calls_and_the_bench_table(tmp_path):
     text = out.getvalue()
     assert re.search(r"^\s*2\s+64 KiB\s+[\d.]+", text, re.M) and "best" in text
     assert (tmp_path / "algorithms.png").stat().st_size > 1000
+
+
+def test_tree_reduce_is_the_broadcast_tree_backwards():
+    """Every rank's reduce messages are its broadcast messages reversed, in reverse order."""
+    for p in range(1, 13):
+        for v in range(p):
+            bcast = ([("recv", lab.tree_parent(v))] if v else []) + \
+                [("send", c) for c in lab.tree_children(v, p)]
+            reduce = [("recv", c) for c in reversed(lab.tree_children(v, p))] + \
+                ([("send", lab.tree_parent(v))] if v else [])
+            flip = {"send": "recv", "recv": "send"}
+            assert reduce == [(flip[o], q) for o, q in reversed(bcast)]
+
+
+def test_a_close_call_goes_to_fewer_steps():
+    m = lab.Model(alpha=1e-4, beta=1e9, gamma=1e-10)
+    for p, nbytes in [(2, 1 << 20), (2, 1 << 26), (4, 1 << 18)]:
+        times = {a: lab.predict(a, p, nbytes, m) for a in lab.ALGORITHMS}
+        pick = lab.choose(p, nbytes, m)
+        assert times[pick] <= min(times.values()) * (1 + lab.CLOSE_CALL)
+        fewer = [a for a in lab.ALGORITHMS if lab.steps_of(a, p) < lab.steps_of(pick, p)]
+        assert all(times[a] > min(times.values()) * (1 + lab.CLOSE_CALL) for a in fewer)

@@ -14,7 +14,7 @@ from labs.claims.__main__ import main
 from tests.procs import die_with, group_members, kill_leftovers
 
 ROOT = Path(__file__).resolve().parents[2]
-ROW = re.compile(r"^(\S+)\s+(\d\d)\s+(holds|BROKEN)\s+(.*)$")
+ROW = re.compile(r"^(\S+)\s+(\d\d)\s+(holds|BROKEN|sourced)\s+(.*)$")
 
 
 @pytest.fixture
@@ -47,8 +47,12 @@ def test_every_claim_holds_on_real_workers():
     rows = [m.groups() for m in map(ROW.match, out.splitlines()) if m]
     assert run.returncode == 0, out
     assert len(rows) == len(CLAIMS) >= 20, out
-    assert [r for r in rows if r[2] != "holds"] == [], out
-    assert f"{len(rows)} claims: {len(rows)} hold, 0 BROKEN" in out
+    assert [r for r in rows if r[2] == "BROKEN"] == [], out
+    sourced = [r for r in rows if r[2] == "sourced"]
+    assert all(r[0].startswith("nccl_") and "NCCL, not run here; source: " in r[3]
+               for r in sourced), out
+    assert (f"{len(rows)} claims: {len(rows) - len(sourced)} hold, 0 BROKEN; "
+            f"{len(sourced)} NCCL claims sourced, not run here") in out
     assert not left, f"processes left behind by python -m labs.claims: {left}"
 
 
@@ -76,6 +80,14 @@ def test_check_prints_one_stable_line(capsys, no_leftover_workers):
         "wait(), even when the data has arrived (observed: isend after the peer's recv "
         "returned: False, after wait: True; irecv with the data in its buffer (True): False, "
         "after wait: True)\n")
+
+
+def test_nccl_claims_are_labelled_and_sourced_never_run(capsys):
+    nccl = [c for c in CLAIMS.values() if c.sourced]
+    assert nccl and all(c.id.startswith("nccl_") for c in nccl)
+    check(nccl[0].id)
+    out = capsys.readouterr().out
+    assert out.startswith("NCCL, not run here: ") and f"(source: {nccl[0].source})" in out
 
 
 def test_list_and_unknown_ids(capsys):

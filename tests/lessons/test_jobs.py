@@ -224,3 +224,28 @@ def test_reading_a_dump_and_an_ending():
     assert view.ending(view.RankOutput(3, "", timed_out)) == \
         "RuntimeError: Timed out waiting 4000ms for send operation to complete"
     assert view.ending(view.RankOutput(0, "", "")).startswith("stopped after another rank failed")
+
+
+def test_sanitised_output_has_no_path_date_or_pid():
+    raw = (f"Process 1538: {view.ROOT}/.venv/bin/python -u labs/scripts/hung_job.py --fr-dump "
+           f"/tmp/p2p-fr-abc123 --timeout 3\nPython v3.11.7 (/root/.pyenv/versions/3.11.7/bin/python3.11)\n"
+           "  time      : 2026-11-30_19:34:20\n  exitcode  : 1 (pid: 1532)\n"
+           "  error_file: /tmp/p2p-job-03j6vl_e/node0/ranks/8b062697-ff41-42d0-9b3e-0e3057973611_x/0\n"
+           "  RuntimeError: [/__w/pytorch/third_party/gloo/pair.cc:553] closed [127.0.0.1]:38053\n"
+           "[I1130 19:34:36.635488278 socket.cpp:785] (localhost, 33149)\n")
+    text = view.sanitised(raw)
+    assert str(view.ROOT) not in text and ".venv/bin/python -u labs/scripts/hung_job.py" in text
+    for leftover in ("/tmp/", "/root/", "/__w/", "2026-", "1538", "1532", "38053", "33149",
+                     "19:34"):
+        assert leftover not in text, (leftover, text)
+    assert "--fr-dump FR_DIR" in text and "pid: <pid>" in text
+
+
+def test_root_cause_read_from_torchrun_report():
+    summary = ("Failures:\n[1]:\n  time      : 2026-11-30_19:34:21\n  host      : localhost\n"
+               "  rank      : 1 (local_rank: 1)\n------\n"
+               "Root Cause (first observed failure):\n[0]:\n  time      : 2026-11-30_19:34:20\n"
+               "  host      : localhost\n  rank      : 3 (local_rank: 3)\n")
+    run = lab_run = type("Run", (), {"summaries": [summary]})()
+    times, named = view.failures(lab_run)
+    assert named == 3 and times[1] - times[3] == 1 and run is lab_run

@@ -105,3 +105,18 @@ def test_demo():
     # Before the exercise is done every rank falls back to the parity pipeline step.
     fallback = launch(lab.demo, 2, quiet=True, env={"P2P_COURSE_SOLUTIONS": "0"})
     assert all(r.startswith("rotate_kv is not written yet") for r in fallback), fallback
+
+
+def test_torch_pipelining_1f1b_gives_the_unsplit_models_gradients():
+    results = launch(lab.torch_pipeline_step, 2, args=("1F1B",), quiet=True, timeout=120)
+    ref_loss, ref = lab.reference_step(2)
+    assert abs(results[-1][0] - ref_loss) < 1e-5
+    for rank, (_, grads) in enumerate(results):
+        assert all(torch.allclose(g, r, atol=1e-6) for g, r in zip(grads, ref[rank]))
+
+
+def test_send_object_list_sends_a_size_then_the_pickle():
+    res = launch(lab.object_messages, 2, quiet=True)
+    sends = [(e.dtype, e.numel) for e in res.trace if e.rank == 0 and e.op == "send"]
+    assert sends == [("int64", 1), ("uint8", res[0])]
+    assert res[1] == {"step": 7, "lr": 0.1, "stage": "warm-up"}

@@ -81,8 +81,8 @@ def test_dropped_request_is_abandoned_and_breaks_the_pair():
 
 def test_snippet3_as_written_with_as_many_parameters_as_ranks():
     results = launch(lab.snippet3_run, 2, args=("linear",), quiet=True)
-    unscaled, unwritten = ("own/W + one other rank's gradient, unscaled",
-                           "own/W + memory nobody wrote")
+    unscaled, unwritten = ("own/p + one other rank's gradient, unscaled",
+                           "own/p + memory nobody wrote")
     assert results[0]["made_of"] == [unscaled, unwritten]
     assert results[1]["made_of"] == [unwritten, unscaled]
     for r in results:

@@ -200,6 +200,24 @@ class Schedule:
     __hash__ = None
 
 
+def unpaired_self_ops(sched: Schedule) -> set:
+    """NCCL's rule for point-to-point with the rank itself: inside one group (one call, or
+    one batch: `batch_isend_irecv` is one ncclGroupStart/End on NCCL) every send to self
+    needs a receive from self and the reverse, paired in order; the op ids that have no
+    partner in their own call. NCCL's group launch rejects them with ncclInvalidUsage
+    ("Trying to recv to self without a matching send", its p2p scheduling code), and
+    torch checks ncclGroupEnd's result, so the call raises. Modelled, never run here."""
+    out = set()
+    for instrs in sched.instrs.values():
+        for ins in instrs:
+            selfs = [sched.ops[pid] for pid in ins.post if sched.ops[pid].peer == ins.rank]
+            sends = [p.id for p in selfs if p.send]
+            recvs = [p.id for p in selfs if not p.send]
+            n = min(len(sends), len(recvs))
+            out.update(sends[n:] + recvs[n:])
+    return out
+
+
 def as_schedule(schedule) -> Schedule:
     return schedule if isinstance(schedule, Schedule) else Schedule(schedule)
 

@@ -93,7 +93,8 @@ def check(schedule, backend: str = "gloo") -> Report:
     """Predict what `schedule` does, without starting a worker. See the package docstring.
 
     backend="nccl" applies NCCL's rules instead (modelled, not run: tags ignored, send/recv
-    to self allowed, no any-source receive, sizes not checked). A gloo report carries the
+    to self allowed only as a matched pair inside one call or batch (else ncclInvalidUsage:
+    the call raises), no any-source receive, sizes not checked). A gloo report carries the
     NCCL one as `report.nccl` and says, verdict by verdict, what would differ."""
     if backend not in ("gloo", "nccl"):
         raise ValueError("backend must be 'gloo' or 'nccl'")

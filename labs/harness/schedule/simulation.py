@@ -2,13 +2,15 @@
 
 Gloo's rule: a send completes only once its receive is posted (a rendezvous, never
 buffered). Receives match sends FIFO per (source, destination, tag); NCCL ignores tags.
+NCCL (modelled): a send to self and a receive from self are allowed only as a pair inside
+one call or batch; one without its partner makes the whole call raise (ncclInvalidUsage).
 """
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
 
-from labs.harness.schedule.program import Schedule
+from labs.harness.schedule.program import Schedule, unpaired_self_ops
 
 @dataclass
 class Step:
@@ -34,6 +36,7 @@ class Simulation:
         self.coll_of = {}            # (rank, index) -> k
         self.ncoll = {r: 0 for r in self.ranks}
         self.steps: list[Step] = []
+        self.unpaired_self = unpaired_self_ops(sched) if backend == "nccl" else set()
 
     def log(self, rank, text):
         self.steps.append(Step(len(self.steps), rank, text))
@@ -63,6 +66,17 @@ class Simulation:
         if key not in self.started:
             self.started[key] = self.now
             notes = []
+            lone = [pid for pid in ins.post if pid in self.unpaired_self]
+            if lone:
+                p = self.s.ops[lone[0]]
+                for pid in ins.post:
+                    self.posted[pid] = self.now
+                self._fail(r, "self", lone[0], f"rank {r} calls {ins.text}: {p.op!r} "
+                           f"{'sends to' if p.send else 'receives from'} itself without the "
+                           f"matching {'receive from' if p.send else 'send to'} itself in the "
+                           f"same call: NCCL rejects the group (ncclInvalidUsage), the call "
+                           f"raises")
+                return True
             for pid in ins.post:
                 note = self._post(pid)
                 if self.state[r] != "running":

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from labs.harness.calls import fifo_pairs
 from labs.harness.schedule.language import Batch, itemsize
-from labs.harness.schedule.program import Schedule
+from labs.harness.schedule.program import Schedule, unpaired_self_ops
 from labs.harness.schedule.simulation import Simulation
 
 
@@ -46,9 +46,10 @@ def final_matching(sched: Schedule, sim: Simulation) -> dict:
     with tag t meets the k-th receive on d from s with tag t, in program order."""
     ops, nccl = sched.ops, sim.backend == "nccl"
     matching = dict(sim.partner)
+    unpaired = unpaired_self_ops(sched) if nccl else set()
 
     def valid(p):
-        if p.id in matching:
+        if p.id in matching or p.id in unpaired:
             return False
         if p.peer is not None and not 0 <= p.peer < sched.world_size:
             return False
@@ -79,9 +80,10 @@ def final_matching(sched: Schedule, sim: Simulation) -> dict:
 
 
 def call_verdicts(sched, sim, backend):
-    """Calls that raise at once: a peer that does not exist, self send/recv on gloo,
-    any-source receive on NCCL."""
+    """Calls that raise at once: a peer that does not exist, self send/recv on gloo (on
+    NCCL: one without its partner in the same call), any-source receive on NCCL."""
     out, ws = [], sched.world_size
+    unpaired = unpaired_self_ops(sched) if backend == "nccl" else set()
     for p in sched.ops:
         reached = p.id in sim.posted
         if p.peer is not None and not 0 <= p.peer < ws:
@@ -94,13 +96,24 @@ def call_verdicts(sched, sim, backend):
                    "RuntimeError 'Pair is not connected'")
             out.append(Verdict("self", (p.rank,), f"{p.where()} {what}: gloo has no pair to "
                                f"the rank's own process, so the call raises {err}.", "error",
-                               reached, "NCCL allows send/recv to self (post both in one "
-                               "batch).", (p.id,)))
+                               reached, NCCL_SELF, (p.id,)))
+        elif p.id in unpaired:
+            what = "sends to itself" if p.send else "receives from itself"
+            other = "receive from" if p.send else "send to"
+            out.append(Verdict("self", (p.rank,), f"{p.where()} {what} with no matching "
+                               f"{other} itself in the same call: NCCL rejects the group "
+                               f"(ncclInvalidUsage) and the call raises.", "error", reached,
+                               "", (p.id,)))
         elif p.peer is None and backend == "nccl":
             out.append(Verdict("any_source", (p.rank,), f"{p.where()}: NCCL has no "
                                f"any-source receive; the call raises.", "error", reached,
                                "", (p.id,)))
     return out
+
+
+NCCL_SELF = ("NCCL allows send/recv to self only as a matched pair in one batch (one "
+             "group); a self send or receive without its partner in the same group is "
+             "ncclInvalidUsage, and the call raises.")
 
 
 def buffer_verdicts(sched, sim, matching):

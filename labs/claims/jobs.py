@@ -1,0 +1,94 @@
+"""Lesson 11's claims: torchrun's "Root Cause", and the flight recorder on gloo."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+import torch
+import torch.distributed as dist
+
+from labs import launch
+from labs.claims.registry import ClaimResult, claim
+
+
+@claim("11", "torchrun's 'Root Cause (first observed failure)' is the failure with the "
+             "smallest error timestamp, kept in whole seconds; failures in the same second tie, "
+             "and the one torchrun recorded first wins, not the first to fail")
+def torchrun_root_cause_is_the_smallest_whole_second():
+    # Source: torch/distributed/elastic/multiprocessing/errors/__init__.py (get_first_failure:
+    # min over the failures by timestamp; ProcessFailure.timestamp = int(time.time()) or the
+    # error file's) and multiprocessing/api.py (_poll: the failures found first, then the
+    # ranks it stops).
+    # The error files are written by torch's own ErrorHandler (what @record uses), one per
+    # rank, in rank order; ChildFailedError is what torchrun builds its report from.
+    from torch.distributed.elastic.multiprocessing.errors import (ChildFailedError,
+                                                                  ProcessFailure)
+    from torch.distributed.elastic.multiprocessing.errors.error_handler import ErrorHandler
+    with tempfile.TemporaryDirectory() as where:
+        files, kept = [], os.environ.get("TORCHELASTIC_ERROR_FILE")
+        try:
+            for rank in range(4):
+                files.append(os.path.join(where, f"error{rank}.json"))
+                os.environ["TORCHELASTIC_ERROR_FILE"] = files[-1]
+                try:
+                    raise RuntimeError(f"rank {rank} failed")
+                except RuntimeError as exc:
+                    ErrorHandler().record_exception(exc)
+        finally:
+            if kept is None:
+                os.environ.pop("TORCHELASTIC_ERROR_FILE", None)
+            else:
+                os.environ["TORCHELASTIC_ERROR_FILE"] = kept
+
+        def root(order):
+            # torchrun's table of failures, in the order it recorded them (dicts keep it)
+            fails = {r: ProcessFailure(r, 1000 + r, 1, files[r]) for r in order}
+            return ChildFailedError("job", fails).get_first_failure()[0], fails
+        whole = all(isinstance(f.timestamp, int) for f in root(range(4))[1].values())
+        # The same second everywhere (forced: the check must not depend on the clock)
+        for f in files:
+            _set_timestamp(f, 1_000_000)
+        tie = root([0, 1, 2, 3])[0]
+        tie_3_first = root([3, 0, 1, 2])[0]
+        _set_timestamp(files[2], 999_999)          # rank 2 one second earlier
+        earlier = root([3, 0, 1, 2])[0]
+    holds = whole and tie == 0 and tie_3_first == 3 and earlier == 2
+    return ClaimResult(holds, f"timestamps are ints: {whole}; same second, recorded in rank "
+                              f"order: rank {tie}; same second, rank 3 recorded first: rank "
+                              f"{tie_3_first}; rank 2 one second earlier: rank {earlier}")
+
+
+def _set_timestamp(path, seconds):
+    with open(path) as f:
+        data = json.load(f)
+    data["message"]["extraInfo"]["timestamp"] = str(seconds)
+    with open(path, "w") as f:
+        json.dump(data, f)
+
+
+def flight_recorder_record(rank, world_size):
+    """An all_reduce, a batch, a blocking send/recv and a barrier; rank 0's flight record."""
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    ops = [dist.P2POp(dist.isend, t, 1 - rank), dist.P2POp(dist.irecv, torch.empty(4), 1 - rank)]
+    for work in dist.batch_isend_irecv(ops):
+        work.wait()
+    if rank == 0:
+        dist.send(t, 1)
+    else:
+        dist.recv(t, 0)
+    dist.barrier()
+    entries = json.loads(torch._C._distributed_c10d._dump_fr_trace_json())["entries"]
+    return [e["profiling_name"] for e in entries]
+
+
+@claim("11", "the flight recorder (TORCH_FR_BUFFER_SIZE) also records gloo collectives, "
+             "not point-to-point operations")
+def flight_recorder_records_gloo_collectives_not_p2p():
+    names = launch(flight_recorder_record, 2, env={"TORCH_FR_BUFFER_SIZE": "100"},
+                   quiet=True)[0]
+    p2p = [n for n in names if any(w in n for w in ("send", "recv"))]
+    holds = "gloo:all_reduce" in names and "gloo:barrier" in names and not p2p
+    return ClaimResult(holds, f"all_reduce, isend+irecv batch, send/recv, barrier on rank 0; "
+                              f"recorded: {', '.join(names)}")
