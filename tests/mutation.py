@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib
-import inspect
 import itertools
 import json
 import sys
@@ -31,8 +30,9 @@ from labs.harness.grading.methods import METHODS
 
 ROOT = Path(__file__).resolve().parents[1]
 # Exercises whose grader test is not named test_<exercise>: (grader module, test, its args).
-SPECIAL = {"patterns.send_forward_recv_backward": ("test_patterns", "test_pipeline_1f1b_matches_unsplit_model", [2, 4]),
-           "patterns.send_backward_recv_forward": ("test_patterns", "test_pipeline_1f1b_matches_unsplit_model", [2, 4])}
+_PIPELINE = ("test_patterns", "test_pipeline_1f1b_matches_unsplit_model", [2, 4])
+SPECIAL = {"patterns.send_forward_recv_backward": _PIPELINE,
+           "patterns.send_backward_recv_forward": _PIPELINE}
 EXPECTED_TO_SURVIVE = ("extra barrier",)
 
 
@@ -200,30 +200,39 @@ def _sample(found: list[Mutant], limit: int) -> list[Mutant]:
     return order[:limit]
 
 
-def grader_for(exercise: str):
+def graders_for(exercise: str) -> list:
+    """[(grader test, its arguments)] of every test that grades `exercise`: test_<name>,
+    test_<name>_..., or one marked @pytest.mark.grades(<name>)."""
     module, name = exercise.split(".")
-    test_module, test_name, args = SPECIAL.get(exercise, (f"test_{module}", f"test_{name}",
-                                                          None))
-    tests = importlib.import_module(f"tests.graders.{test_module}")
-    test = getattr(tests, test_name)
-    if args is None:
-        marks = [m for m in getattr(test, "pytestmark", []) if m.name == "parametrize"]
-        args = list(marks[0].args[1]) if marks else [2]
-    return test, args
+    if exercise in SPECIAL:
+        test_module, test_name, args = SPECIAL[exercise]
+        tests = importlib.import_module(f"tests.graders.{test_module}")
+        return [(getattr(tests, test_name), args)]
+    tests = importlib.import_module(f"tests.graders.test_{module}")
+    found = []
+    for test_name, test in vars(tests).items():
+        marks = getattr(test, "pytestmark", [])
+        graded = [a for m in marks if m.name == "grades" for a in m.args]
+        if test_name == f"test_{name}" or test_name.startswith(f"test_{name}_") or \
+                name in graded:
+            sizes = [m for m in marks if m.name == "parametrize"]
+            found.append((test, list(sizes[0].args[1]) if sizes else [2]))
+    return found
 
 
 def run(mutant: Mutant, folder: Path, number: int) -> str:
-    test, args = grader_for(mutant.exercise)
     module_name = f"p2p_mutant_{number}"
     (folder / f"{module_name}.py").write_text(mutant.source)
     name = mutant.exercise.split(".")[1]
-    for arg in args:
-        try:
-            test(f"{module_name}:{name}", arg)
-        except GradeFailure as exc:
-            return f"killed ({arg}): {str(exc).splitlines()[0][:160]}"
-        except Exception as exc:  # noqa: BLE001 - a crash of the grader is a kill too
-            return f"killed ({arg}): {type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
+    for test, args in graders_for(mutant.exercise):
+        for arg in args:
+            try:
+                test(f"{module_name}:{name}", arg)
+            except GradeFailure as exc:
+                return f"killed ({test.__name__}, {arg}): {str(exc).splitlines()[0][:160]}"
+            except Exception as exc:  # noqa: BLE001 - a crash of the grader is a kill too
+                return (f"killed ({test.__name__}, {arg}): {type(exc).__name__}: "
+                        f"{str(exc).splitlines()[0][:120]}")
     return "survived"
 
 
