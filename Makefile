@@ -14,7 +14,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 LOCK   := requirements.lock
 
-.PHONY: lab reset test check notebooks bench clean setup browser-deps lock mutants
+.PHONY: lab reset test check notebooks bench clean setup browser-deps lock mutants lint
 
 setup: $(STAMP)
 
@@ -46,8 +46,12 @@ reset: $(STAMP)
 	@test -n "$(LESSON)" || { echo "usage: make reset LESSON=05"; exit 2; }
 	$(BIN)/python -m labs.harness.copies --reset $(LESSON)
 
-test: $(STAMP) browser-deps
+test: $(STAMP) browser-deps lint
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile
+
+# The linter (settings in pyproject.toml); `make test` runs it first.
+lint: $(STAMP)
+	$(BIN)/ruff check .
 
 # The grade sheet (tests/check.py) replaces pytest's own summary: one line per lesson while it
 # grades, then one per exercise. Grades are remembered in $(GRADES): a grader runs again only

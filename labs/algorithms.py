@@ -217,7 +217,8 @@ def _doubling_plan(rank, q, numel):
 
 def _halving_doubling_plan(rank, q, numel):
     bounds = ring.chunk_bounds(numel, q)
-    span = (lambda lo, hi: (bounds[lo][0], bounds[hi - 1][1]))
+    def span(lo, hi):
+        return bounds[lo][0], bounds[hi - 1][1]
     lo, hi, mask, halving = 0, q, q // 2, []
     while mask:
         mid = (lo + hi) // 2

@@ -247,7 +247,8 @@ def subgroup_peers(rank, world_size):
     send = dist.P2POp(dist.isend, torch.tensor([float(rank)]), peer=partner, group=group)
     recv = dist.P2POp(dist.irecv, torch.zeros(1), group=group, group_peer=partner_in_group)
     print(f"  P2POp(isend, peer={partner}, group=g)       -> peer={send.peer}, group_peer={send.group_peer}")
-    print(f"  P2POp(irecv, group=g, group_peer={partner_in_group}) -> peer={recv.peer}, group_peer={recv.group_peer}")
+    print(f"  P2POp(irecv, group=g, group_peer={partner_in_group}) -> peer={recv.peer}, "
+          f"group_peer={recv.group_peer}")
 
     # The classic mistake: a group rank passed as `peer`.
     try:

@@ -388,7 +388,7 @@ def torch_pipeline_step(rank, world_size, schedule="1F1B", n_micro=8):
         runner.step(target=y, losses=losses)
     else:
         runner.step()
-    loss = sum(l.item() for l in losses) / n_micro if losses else None
+    loss = sum(each.item() for each in losses) / n_micro if losses else None
     return loss, [p.grad.clone() for p in layer.parameters()]
 
 

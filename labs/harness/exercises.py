@@ -1,7 +1,8 @@
 """How exercise stubs and reference solutions meet.
 
 An exercise is a function in a lab module whose body raises `ExerciseNotSolved` (a
-NotImplementedError) made by `todo(...)`, marked with `@exercise`. You replace the body with your own. The reference body lives in
+NotImplementedError) made by `todo(...)`, marked with `@exercise`. You replace the body
+with your own. The reference body lives in
 `solutions/<same module>.py` under the same name (one source of truth per body).
 
 When the environment variable P2P_COURSE_SOLUTIONS=1 is set, a marked stub calls the

@@ -151,13 +151,14 @@ def show_pipelining_lines():
     for fn in (schedules._batch_p2p, schedules._sorted_batch_p2p, schedules._wait_batch_p2p):
         lines, start = inspect.getsourcelines(fn)
         print(f"{path}, line {start}:")
-        print("".join("    " + l for l in lines if l.strip() and
-                      not l.strip().startswith(("logger.", "desc_str", "if len(p2p_ops) == 0",
+        print("".join("    " + line for line in lines if line.strip() and
+                      not line.strip().startswith(("logger.", "desc_str", "if len(p2p_ops) == 0",
                                                 "return []", "return work_by_peer")))
               .rstrip())
         print()
-    steady = [(k + 1, l.strip()) for k, l in enumerate(source)
-              if "_batch_p2p(fwd_sends + bwd_recvs" in l or "_batch_p2p(bwd_sends + fwd_recvs" in l]
+    steady = [(k + 1, line.strip()) for k, line in enumerate(source)
+              if "_batch_p2p(fwd_sends + bwd_recvs" in line
+              or "_batch_p2p(bwd_sends + fwd_recvs" in line]
     print(f"{path}, class Schedule1F1B, its steady state:")
     for number, line in steady:
         print(f"    line {number}: {line}")

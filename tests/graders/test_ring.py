@@ -111,7 +111,8 @@ def reduce_scatter_grader(rank, world_size, impl):
                     f"{what}: rank {rank} must return the view tensor.view(-1)[{start}:{stop}] "
                     f"(its own chunk), got {type(out).__name__} "
                     f"{tuple(out.shape) if isinstance(out, torch.Tensor) else ''}")
-            part = (lambda t: None if t is None else t.reshape(-1)[start:stop])
+            def part(t, start=start, stop=stop):
+                return None if t is None else t.reshape(-1)[start:stop]
             check_sum(mine, part(expected), part(exact), part(magnitude), rank=rank,
                       world_size=world_size,
                       what=what + f", chunk {rank} = elements [{start}:{stop}]")

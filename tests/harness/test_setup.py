@@ -105,7 +105,8 @@ def test_this_environment_has_the_locked_versions():
 def test_environment_yml_installs_the_lock():
     env = (ROOT / "environment.yml").read_text()
     pip_part = env.split("- pip:", 1)[1]
-    entries = [l.strip()[2:].strip() for l in pip_part.splitlines() if l.strip().startswith("- ")]
+    entries = [line.strip()[2:].strip() for line in pip_part.splitlines()
+               if line.strip().startswith("- ")]
     assert entries == [f"--extra-index-url {CPU_TORCH_INDEX}", "-r requirements.lock", "-e ."], \
         entries
     conda_deps = env.split("dependencies:", 1)[1].split("- pip:", 1)[0]
@@ -133,9 +134,9 @@ def test_makefile_installs_the_lock_and_has_the_commands():
 def test_ci_runs_the_readme_test_command_and_nothing_else():
     readme = (ROOT / "README.md").read_text()
     assert "make test" in readme and "make lab" in readme and "make check" in readme
-    ci = [l for l in (ROOT / ".ci/run").read_text().splitlines()
-          if l.strip() and not l.startswith("#") and l.strip() not in ("set -e",)
-          and not l.startswith("cd ")]
+    ci = [line for line in (ROOT / ".ci/run").read_text().splitlines()
+          if line.strip() and not line.startswith("#") and line.strip() not in ("set -e",)
+          and not line.startswith("cd ")]
     assert ci == ["exec make test"], ci
 
 
@@ -158,7 +159,7 @@ def lesson_rows():
 
 
 def test_readme_lesson_map_matches_the_files():
-    present = [(l.number, l.notebook.stem, l.module) for l in course.lessons()]
+    present = [(lesson.number, lesson.notebook.stem, lesson.module) for lesson in course.lessons()]
     assert lesson_rows() == present, f"README table {lesson_rows()} vs notebooks present {present}"
 
 

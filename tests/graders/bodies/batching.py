@@ -73,7 +73,7 @@ def shift_relay(tensor, k):
 
 def shift_same_at_k0(tensor, k):
     """Right values, but when nothing moves it returns the caller's tensor itself."""
-    rank, n = dist.get_rank(), dist.get_world_size()
+    n = dist.get_world_size()
     if k % n == 0:
         return tensor
     return shift_unbatched(tensor, k)
