@@ -12,7 +12,7 @@ import torch
 import torch.distributed as dist
 
 from labs.harness.grading import (GradeFailure, call, check_close, check_messages, check_p2p_only,
-                                  element_size, fail_if_any, grade, implementation, in_case,
+                                  fail_if_any, grade, implementation, in_case,
                                   non_contiguous_case, recording, seeded)
 from labs.ring import DTYPES, chunk_bounds
 
@@ -144,8 +144,8 @@ def check_ring_traffic(events, what, *, rank, numel, dtype, world_size, steps,
     why = (f"the ring sends {steps} messages per rank, each at most one chunk (ceil(N/n) = "
            f"{chunk} elements): {steps}/{world_size} of the tensor, never whole tensors")
     largest = chunk
-    if segment_bytes and max(1, segment_bytes // element_size(dtype)) < chunk:
-        largest = max(1, segment_bytes // element_size(dtype))
+    if segment_bytes and max(1, segment_bytes // getattr(torch, dtype).itemsize) < chunk:
+        largest = max(1, segment_bytes // getattr(torch, dtype).itemsize)
         why = (f"each message is one segment of at most segment_bytes={segment_bytes} BYTES "
                f"= {largest} {dtype} element(s), not one chunk")
     check_messages(events, what, rank=rank, dtype=dtype, largest=largest,

@@ -40,12 +40,12 @@ from labs.harness.grading.checks import (check_close, check_filled, check_fresh,
                                          non_contiguous_case)
 from labs.harness.grading.method import (check_batched, check_messages, check_one_batch,
                                          check_overlap, check_p2p_only, check_peers,
-                                         element_size, p2p_ops)
+                                         p2p_ops)
 from labs.harness.grading.graded import implementation
 from labs.harness.grading.run import HANG_SECONDS, GradeFailure, fail_if_any, grade
 
 __all__ = ["WATCHED_LABEL", "Call", "call", "in_case", "recording", "seeded", "watched", "check_close",
            "check_filled", "check_fresh", "non_contiguous_case", "check_returned_input", "check_untouched",
            "check_batched", "check_messages", "check_one_batch", "check_overlap",
-           "check_p2p_only", "check_peers", "element_size", "p2p_ops", "HANG_SECONDS",
+           "check_p2p_only", "check_peers", "p2p_ops", "HANG_SECONDS",
            "GradeFailure", "fail_if_any", "grade", "implementation"]

@@ -6,7 +6,6 @@ saying what the lesson expected and what the trace shows.
 """
 from __future__ import annotations
 
-import torch
 
 from labs.harness.grading.run import GradeFailure
 from labs.harness.tracing import P2P_OPS
@@ -20,10 +19,6 @@ NOT_COLLECTIVES = (*P2P_OPS, "wait", "compute", "barrier", "monitored_barrier")
 def p2p_ops(events, rank=None, ops=P2P_OPS) -> list:
     """The point-to-point ops among `events` (of one rank, if given), in the order posted."""
     return [e for e in events if e.op in ops and (rank is None or e.rank == rank)]
-
-
-def element_size(dtype: str) -> int:
-    return torch.empty(0, dtype=getattr(torch, dtype)).element_size()
 
 
 def check_p2p_only(events, what, builds="it"):
