@@ -78,6 +78,7 @@ class Failed:
     status: RankStatus
     events: list[Event]
     frames: list[Frame] = field(default_factory=list)   # outermost first, as Python prints
+    interrupted: bool = False          # a KeyboardInterrupt: the reader stopped the kernel
 
 
 @dataclass

@@ -35,6 +35,7 @@ class Outcome:
     statuses: dict = field(default_factory=dict)    # rank -> RankStatus when stopped
     events: dict = field(default_factory=dict)      # rank -> its trace
     hang: str | None = None     # "join": not every rank joined; "deadline": no result
+    stopped_at: float | None = None     # perf_counter when the ranks still running were stopped
     outputs: dict = field(default_factory=dict)     # rank -> what it printed
 
     def only_failed_joining(self) -> bool:
@@ -64,12 +65,18 @@ def run_workers(ctx, fn, world_size, args, timeout, pg_timeout, threads, env,
             pipes[rank][1].close()   # only the child holds its end: EOF tells it we are gone
             procs.append(p)
         started_pids[:] = [p.pid for p in procs]
+        supervisor = _Supervisor(procs, [pp[0] for pp in pipes])
         try:
-            outcome = _Supervisor(procs, [pp[0] for pp in pipes]).watch(started, timeout)
+            outcome = supervisor.watch(started, timeout)
         except KeyboardInterrupt:
-            # You pressed stop: say where each rank was, then stop them all (below).
-            replies = ask_status(procs, [pp[0] for pp in pipes], range(world_size), wait=0.5)
-            raise Interrupted({r: reply.status for r, reply in replies.items()}) from None
+            # You pressed stop (in this process, or a worker was interrupted: Jupyter
+            # signals the kernel's whole process group, and during a widget's callback only
+            # the workers may see it): say where each rank was, then stop them all (below).
+            others = [r for r in range(world_size) if r not in supervisor.interrupted]
+            replies = ask_status(procs, [pp[0] for pp in pipes], others, wait=0.5)
+            statuses = {**{r: reply.status for r, reply in replies.items()},
+                        **supervisor.interrupted}
+            raise Interrupted(dict(sorted(statuses.items()))) from None
         outcome.outputs = read_outputs(out_dir, world_size)
     finally:
         stop(procs)
@@ -87,6 +94,7 @@ class _Supervisor:
         self.pending = set(range(len(procs)))
         self.joined = set()
         self.first_failure = None
+        self.interrupted = {}           # rank -> RankStatus: a KeyboardInterrupt in the worker
 
     def watch(self, started, timeout) -> Outcome:
         """Collect each rank's result; stop at the first failure (+ GRACE) or the deadline:
@@ -112,6 +120,7 @@ class _Supervisor:
                 elif self._receive(self.conns.index(obj)) == "all joined":
                     deadline = time.perf_counter() + timeout
         if self.pending:
+            self.outcome.stopped_at = time.perf_counter()
             for rank, reply in ask_status(self.procs, self.conns, self.pending).items():
                 self.outcome.statuses[rank] = reply.status
                 self.outcome.events.setdefault(rank, reply.events)
@@ -136,6 +145,9 @@ class _Supervisor:
         if isinstance(message, Returned):
             self.outcome.values[rank], self.outcome.events[rank] = message.value, message.events
         elif isinstance(message, Failed):
+            if message.interrupted:
+                self.interrupted[rank] = message.status
+                raise KeyboardInterrupt
             self.outcome.failures[rank] = message
             self.outcome.statuses[rank], self.outcome.events[rank] = message.status, message.events
             self.first_failure = self.first_failure or time.perf_counter()
@@ -177,6 +189,8 @@ def ask_status(procs, conns, ranks, wait=1.0) -> dict:
                 continue
             if isinstance(reply, StatusReply):
                 answers[r] = reply
+            elif isinstance(reply, Failed) and reply.interrupted:   # it was stopped too
+                answers[r] = StatusReply(reply.status, reply.events)
     silent = RankStatus(0, note="did not answer (stuck outside Python, or not started)")
     for r in ranks:
         answers.setdefault(r, StatusReply(dataclasses.replace(silent, rank=r), []))

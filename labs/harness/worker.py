@@ -112,6 +112,16 @@ def _join_group(rank, world_size, store_port, pg_timeout):
                             timeout=datetime.timedelta(seconds=pg_timeout))
 
 
+def _interrupted_at(exc) -> str:
+    """'interrupted in sleeper (labs/playground.py:12)': the innermost frame outside the
+    harness. A kernel interrupt reaches the workers too (Jupyter signals the kernel's whole
+    process group); the parent reports it as Interrupted, with this line per rank."""
+    frames = [f for f in frames_of(exc) if not f.file.startswith("labs/harness/")]
+    if not frames:
+        return "interrupted while starting"
+    return f"interrupted in {frames[-1].function} ({frames[-1].file}:{frames[-1].line})"
+
+
 def _returned(rank, value, tracer) -> Returned:
     message = Returned(rank, value, list(tracer.events))
     try:
@@ -140,9 +150,10 @@ def run(rank, world_size, fn_bytes, args_bytes, store_port, pg_timeout, threads,
         message = _returned(rank, fn(rank, world_size, *args), tracer)
     except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
         status = status_now(tracer, channel.phase)
-        status.note = status.note or exc_summary(exc)
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        status.note = status.note or (_interrupted_at(exc) if interrupted else exc_summary(exc))
         message = Failed(rank, exc_summary(exc), traceback.format_exc(), channel.phase,
-                         status, list(tracer.events), frames_of(exc))
+                         status, list(tracer.events), frames_of(exc), interrupted)
     sys.stdout.flush()
     sys.stderr.flush()
     try:

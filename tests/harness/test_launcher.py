@@ -291,7 +291,7 @@ def test_keyboard_interrupt_in_parent_stops_workers(tmp_path):
     assert all(alive(p) for p in pids)
     proc.send_signal(signal.SIGINT)           # what a Jupyter "interrupt kernel" does
     _, err = proc.communicate(timeout=30)
-    assert "interrupted: stopped 3 worker(s)" in err, err    # an Interrupted (KeyboardInterrupt)
+    assert "Interrupted: you stopped the launch, and its 3 workers with it." in err, err
     assert "rank 2: not inside a torch.distributed call" in err, err
     assert not kill_leftovers(pids), "workers outlived an interrupted launch"
 
