@@ -1,6 +1,8 @@
 # Point-to-point, demystified: the two commands.
 #   make lab    set up .venv (first time only) and open the course in JupyterLab
 #   make test   set up .venv and run every test: harness, graders (vs solutions/), notebooks
+#   make test-fast  (maintainers) the harness and the graders vs solutions/: no notebooks, no
+#               browser, no torchrun jobs (tests marked slow); under 2 minutes on 2 cores
 #   make check  grade YOUR exercises in labs/ against real workers
 #   make reset LESSON=05   a fresh copy of lesson 05 in notebooks/yours/ (yours is backed up)
 #   make lock   (maintainers) recompile requirements.lock after editing requirements.txt
@@ -14,7 +16,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 LOCK   := requirements.lock
 
-.PHONY: lab reset test check notebooks bench clean setup browser-deps lock
+.PHONY: lab reset test test-fast check notebooks bench clean setup browser-deps lock
 
 setup: $(STAMP)
 
@@ -48,6 +50,10 @@ reset: $(STAMP)
 
 test: $(STAMP) browser-deps
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile
+
+# The maintainers' fast lane: what a change to the harness or a solution can break, first.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile -m "not slow" tests/harness tests/graders
 
 # The grade sheet (tests/conftest.py) replaces pytest's own summary (-qq, no tracebacks).
 # Exit status 0 while the only failures are exercises not started yet; 1 if one you wrote fails.
