@@ -25,11 +25,13 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
+from labs.harness.torchrun import py_spy_dump
 from tests import course
 from tests.procs import die_with as _die_with
 from tests.procs import group_members
@@ -101,49 +103,80 @@ def _assert_group_gone(pgid: int, what: str) -> None:
         pytest.fail(f"{what} left processes behind: {left}")
 
 
+def _stacks(pgid: int) -> str:
+    """`py-spy dump` of every process of a group: what each was doing when it was stopped."""
+    found = []
+    for pid in sorted(group_members(pgid)):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = " ".join(f.read().decode(errors="replace").split())
+        except OSError:
+            continue
+        try:
+            dump = py_spy_dump({0: pid})[0]
+        except (RuntimeError, PermissionError, OSError) as exc:
+            found.append(f"  pid {pid} ({cmd[-80:]}): no stack ({exc})")
+            continue
+        frames = [f"{f.function} ({f.file.split('site-packages/')[-1]}:{f.line})"
+                  for f in dump.frames[:6]]
+        found.append(f"  pid {pid} ({cmd[-80:]}):\n    " + "\n    ".join(frames or ["?"]))
+    return "\n".join(found)
+
+
 def run_all(commands: dict[str, list[str]], timeout: float = TIMEOUT) -> dict[str, str]:
     """Run commands concurrently, each in its own process group; return their stdout.
 
-    Any failure (non-zero exit, timeout) kills every group and fails the test with the
-    output of each command. All groups are verified gone before returning.
+    Output goes to files, not pipes: a command whose pipe nobody reads yet can never block
+    on a full pipe. Any failure (non-zero exit, deadline) fails the test with every
+    command's state, output and, for those still running at the deadline, the Python stack
+    of each of their processes (py-spy); then every group is killed and proven gone.
     """
-    procs = {}
-    try:
-        for name, cmd in commands.items():
-            procs[name] = subprocess.Popen(
-                cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                stdin=subprocess.DEVNULL, text=True, start_new_session=True,
-                preexec_fn=_die_with(os.getpid()))
-        outputs, failures = {}, []
-        deadline = time.monotonic() + timeout
-        for name, proc in procs.items():
-            try:
-                out, err = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                for p in procs.values():
-                    _kill_group(p.pid)
-                out, err = proc.communicate()
-                failures.append(f"{name}: no exit after {timeout:g} s (killed)")
-            else:
-                if proc.returncode != 0:
-                    failures.append(f"{name}: exit code {proc.returncode}")
-            outputs[name] = out
-            if failures:
-                failures[-1] += f"\n--- stdout ---\n{out}\n--- stderr (tail) ---\n{err[-3000:]}"
-                break
-        if failures:
-            pytest.fail("\n".join(failures))
-        return outputs
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                _kill_group(proc.pid)
-            try:
-                proc.communicate(timeout=10)
-            except (subprocess.TimeoutExpired, ValueError):
-                pass
-        for name, proc in procs.items():
-            _assert_group_gone(proc.pid, f"`{' '.join(commands[name])}`")
+    procs, files = {}, {}
+    with tempfile.TemporaryDirectory(prefix="p2p-torchrun-test-") as folder:
+        try:
+            for i, (name, cmd) in enumerate(commands.items()):
+                out, err = (open(os.path.join(folder, f"{i}.{kind}"), "w+")
+                            for kind in ("out", "err"))
+                files[name] = (out, err)
+                procs[name] = subprocess.Popen(
+                    cmd, cwd=ROOT, env=_env(), stdout=out, stderr=err,
+                    stdin=subprocess.DEVNULL, text=True, start_new_session=True,
+                    preexec_fn=_die_with(os.getpid()))
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and any(p.poll() is None for p in procs.values()):
+                if any(p.returncode not in (None, 0) for p in procs.values()):
+                    time.sleep(2.0)         # let the others report the same failure, then stop
+                    break
+                time.sleep(0.1)
+            running = {name: _stacks(p.pid) for name, p in procs.items() if p.poll() is None}
+            for p in procs.values():
+                _kill_group(p.pid)
+                p.wait()
+            outputs, report = {}, []
+            for name, proc in procs.items():
+                out, err = files[name]
+                out.seek(0)
+                err.seek(0)
+                outputs[name], errors = out.read(), err.read()
+                why = (f"no exit after {timeout:g} s" if time.monotonic() >= deadline else
+                       "still running after another command failed")
+                state = (f"{why} (killed); its processes were in:\n{running[name]}"
+                         if name in running else f"exit code {proc.returncode}")
+                report.append(f"{name}: {state}\n--- stdout ---\n{outputs[name]}"
+                              f"--- stderr (tail) ---\n{errors[-3000:]}")
+            if running or any(p.returncode != 0 for p in procs.values()):
+                pytest.fail("\n".join(report))
+            return outputs
+        finally:
+            for proc in procs.values():
+                if proc.poll() is None:
+                    _kill_group(proc.pid)
+                    proc.wait()
+            for out, err in files.values():
+                out.close()
+                err.close()
+            for name, proc in procs.items():
+                _assert_group_gone(proc.pid, f"`{' '.join(commands[name])}`")
 
 
 def parse(text: str, what: str) -> dict[int, str]:
@@ -237,3 +270,16 @@ def test_parse_and_compare_catch_differences():
         assert_same({0: "1.0"}, a, "x", "")
     with pytest.raises(AssertionError, match="printed twice"):
         parse("rank 0 result: 1\nrank 0 result: 1\n", "b")
+
+
+def test_a_command_past_its_deadline_is_reported_with_its_stacks_and_killed():
+    """The runner itself: at the deadline, every command's state and the Python stack of
+    each process still running (py-spy), then nothing left."""
+    stuck = [sys.executable, "-c", "import time\ndef waits_forever():\n    time.sleep(120)\n"
+                                   "print('started', flush=True)\nwaits_forever()"]
+    with pytest.raises(pytest.fail.Exception) as info:
+        run_all({"quick": [sys.executable, "-c", "print('done')"], "stuck": stuck}, timeout=5)
+    text = str(info.value)
+    assert "quick: exit code 0" in text and "done" in text
+    assert "stuck: no exit after 5 s (killed); its processes were in:" in text
+    assert "waits_forever (<string>:3)" in text, text
