@@ -20,7 +20,7 @@ import sys
 
 from labs.harness.messages import describe_statuses
 from labs.harness.output import abort_lines
-from labs.harness.worker import JOIN_TIMEOUT
+from labs.harness.spec import JOIN_TIMEOUT
 
 _GLOO_TIMEOUT = re.compile(r"[Tt]imed out|timeout caused pair closure|Timeout")
 _COLLATERAL = re.compile(r"Connection closed by peer|Connection reset by peer|Broken pipe")

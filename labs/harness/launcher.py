@@ -33,8 +33,9 @@ import torch.multiprocessing as tmp
 
 from labs.harness.errors import HangError, LaunchError, WorkerError, raise_if_failed
 from labs.harness.output import replay
+from labs.harness.spec import FORKSERVER_START, JOIN_TIMEOUT, LaunchSpec
 from labs.harness.supervise import run_workers
-from labs.harness.worker import JOIN_TIMEOUT, exc_summary
+from labs.harness.worker import exc_summary
 
 __all__ = ["launch", "Results", "LaunchError", "WorkerError", "HangError", "last_worker_pids",
            "JOIN_TIMEOUT"]
@@ -75,7 +76,7 @@ def _context():
             # include the fork server importing torch.
             p = ctx.Process(target=_noop)
             p.start()
-            p.join(120)
+            p.join(FORKSERVER_START)
             _context_ready = True
     return ctx
 
@@ -182,11 +183,11 @@ def launch(fn, world_size: int = 2, args=(), timeout: float = 30.0, *,
     worker_env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIX)}
     worker_env.update({str(k): str(v) for k, v in (env or {}).items()})
 
+    spec = LaunchSpec(fn, world_size, tuple(args), timeout, pg_timeout, threads, worker_env)
     ctx = _context()
     for attempt in (1, 2):
         started = time.perf_counter()
-        outcome = run_workers(ctx, fn, world_size, args, timeout, pg_timeout, threads,
-                              worker_env, _LAST_PIDS)
+        outcome = run_workers(ctx, spec, on_started=_LAST.remember)
         # gloo occasionally fails to connect its full mesh on a heavily loaded machine
         # ("connectFullMesh failed ... Connection reset by peer") before any user code
         # ran (pytorch#53270). That says nothing about the lesson: start fresh workers once.
@@ -212,12 +213,23 @@ def launch(fn, world_size: int = 2, args=(), timeout: float = 30.0, *,
     return results
 
 
-_LAST_PIDS: list = []
+class _LastLaunch:
+    """The pids of this process's most recent launch, kept for `last_worker_pids()`; the
+    supervisor reports them through `remember` as soon as the workers exist."""
+
+    def __init__(self):
+        self.pids: tuple = ()
+
+    def remember(self, pids) -> None:
+        self.pids = tuple(pids)
+
+
+_LAST = _LastLaunch()
 
 
 def last_worker_pids() -> list[int]:
     """PIDs of the most recent launch's workers (tests use it to prove they are gone)."""
-    return list(_LAST_PIDS)
+    return list(_LAST.pids)
 
 
 def merge_traces(events_by_rank: dict, stopped_at: float | None = None) -> list:

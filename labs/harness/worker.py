@@ -23,10 +23,7 @@ import torch.distributed as dist
 from labs.harness import tracing
 from labs.harness.messages import (Failed, Frame, Joined, RankStatus, Release, Returned,
                                    StatusReply, StatusRequest)
-
-# How long the ranks may take to start and join the group. The launch `timeout` counts
-# from the moment every rank has joined, so a slow start is never mistaken for a hang.
-JOIN_TIMEOUT = 60.0
+from labs.harness.spec import JOIN_TIMEOUT, RELEASE_WAIT_IN_WORKER
 
 
 def exc_summary(exc) -> str:
@@ -133,21 +130,21 @@ def _returned(rank, value, tracer) -> Returned:
     return message
 
 
-def run(rank, world_size, fn_bytes, args_bytes, store_port, pg_timeout, threads, env,
-        out_path, conn):
-    """The target of every worker process."""
+def run(rank, spec_bytes, store_port, out_path, conn):
+    """The target of every worker process: the launch's LaunchSpec (pickled once by the
+    parent, the same bytes for every rank), then what is this rank's own."""
     _capture_output(out_path)
-    os.environ.update(env)
-    torch.set_num_threads(threads)
     channel = _Channel(conn)
     threading.Thread(target=channel.listen, daemon=True).start()
     tracer = tracing.install(rank)
     try:
-        fn, args = pickle.loads(fn_bytes), pickle.loads(args_bytes)
-        _join_group(rank, world_size, store_port, pg_timeout)
+        spec = pickle.loads(spec_bytes)
+        os.environ.update(spec.env)
+        torch.set_num_threads(spec.threads)
+        _join_group(rank, spec.world_size, store_port, spec.pg_timeout)
         channel.send(Joined(rank))
         channel.phase = "run"
-        message = _returned(rank, fn(rank, world_size, *args), tracer)
+        message = _returned(rank, spec.fn(rank, spec.world_size, *spec.args), tracer)
     except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
         status = status_now(tracer, channel.phase)
         interrupted = isinstance(exc, KeyboardInterrupt)
@@ -166,7 +163,7 @@ def run(rank, world_size, fn_bytes, args_bytes, store_port, pg_timeout, threads,
     # finishing, or instead of reporting what it really waits for. After an error the
     # parent asks the others what they wait for, then kills everyone.
     failed = isinstance(message, Failed)
-    channel.released.wait(None if failed else 600)
+    channel.released.wait(None if failed else RELEASE_WAIT_IN_WORKER)
     if not failed and dist.is_initialized():
         dist.destroy_process_group()
     conn.close()

@@ -19,6 +19,8 @@ for all, without running them).
 """
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import re
 import signal
@@ -31,10 +33,12 @@ from pathlib import Path
 
 import pytest
 
-from labs.harness.torchrun import py_spy_dump
+from labs.harness.torchrun import MARKER, py_spy_dump
+from labs.harness.torchrun import _marked as marked
 from tests import course
 from tests.procs import die_with as _die_with
-from tests.procs import group_members
+from tests.procs import alive, group_members
+from tests.procs import read as read_proc
 
 ROOT = Path(__file__).resolve().parents[2]
 WORLD_SIZE = 4          # two-node runs: 2 nodes x 2 processes
@@ -42,6 +46,7 @@ WORLD_SIZE = 4          # two-node runs: 2 nodes x 2 processes
 # loaded 2-core machine. A run that should succeed gets this long before it is killed.
 TIMEOUT = 150.0
 RESULT = re.compile(r"^rank (\d+) result: (.*)$")
+_runs = itertools.count()
 
 pytestmark = pytest.mark.slow
 
@@ -69,9 +74,12 @@ def _torchrun() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "torch.distributed.run"]
 
 
-def _env() -> dict:
+def _env(token: str = "") -> dict:
     env = dict(os.environ)
     env.update(OMP_NUM_THREADS="1", P2P_COURSE_SOLUTIONS="1")
+    # torchrun starts its workers in sessions of their own: killing an agent's group does not
+    # reach them. Every process of a run inherits this marker, so none can outlive the test.
+    env[MARKER] = token
     # What a reader's shell would have: no pytest/xdist variables. And buffered stdout:
     # with PYTHONUNBUFFERED, print() writes the text and its newline separately, and the
     # lines of processes sharing torchrun's stdout can interleave mid-line.
@@ -103,10 +111,12 @@ def _assert_group_gone(pgid: int, what: str) -> None:
         pytest.fail(f"{what} left processes behind: {left}")
 
 
-def _stacks(pgid: int) -> str:
-    """`py-spy dump` of every process of a group: what each was doing when it was stopped."""
+def _stacks(token: str, pid: int) -> str:
+    """`py-spy dump` of every process the command started (its group and torchrun's
+    workers, found by the marker): what each was doing when it was stopped."""
     found = []
-    for pid in sorted(group_members(pgid)):
+    mine = set(group_members(pid)) | {p for p in marked(token) if _descends_from(p, pid)}
+    for pid in sorted(mine):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 cmd = " ".join(f.read().decode(errors="replace").split())
@@ -123,6 +133,17 @@ def _stacks(pgid: int) -> str:
     return "\n".join(found)
 
 
+def _descends_from(pid: int, ancestor: int) -> bool:
+    for _ in range(20):
+        proc = read_proc(pid)
+        if proc is None or proc.ppid <= 1:
+            return False
+        if proc.ppid == ancestor:
+            return True
+        pid = proc.ppid
+    return False
+
+
 def run_all(commands: dict[str, list[str]], timeout: float = TIMEOUT) -> dict[str, str]:
     """Run commands concurrently, each in its own process group; return their stdout.
 
@@ -132,6 +153,7 @@ def run_all(commands: dict[str, list[str]], timeout: float = TIMEOUT) -> dict[st
     of each of their processes (py-spy); then every group is killed and proven gone.
     """
     procs, files = {}, {}
+    token = f"{os.getpid()}-test-{next(_runs)}-"
     with tempfile.TemporaryDirectory(prefix="p2p-torchrun-test-") as folder:
         try:
             for i, (name, cmd) in enumerate(commands.items()):
@@ -139,7 +161,7 @@ def run_all(commands: dict[str, list[str]], timeout: float = TIMEOUT) -> dict[st
                             for kind in ("out", "err"))
                 files[name] = (out, err)
                 procs[name] = subprocess.Popen(
-                    cmd, cwd=ROOT, env=_env(), stdout=out, stderr=err,
+                    cmd, cwd=ROOT, env=_env(token), stdout=out, stderr=err,
                     stdin=subprocess.DEVNULL, text=True, start_new_session=True,
                     preexec_fn=_die_with(os.getpid()))
             deadline = time.monotonic() + timeout
@@ -148,7 +170,10 @@ def run_all(commands: dict[str, list[str]], timeout: float = TIMEOUT) -> dict[st
                     time.sleep(2.0)         # let the others report the same failure, then stop
                     break
                 time.sleep(0.1)
-            running = {name: _stacks(p.pid) for name, p in procs.items() if p.poll() is None}
+            running = {name: _stacks(token, p.pid) for name, p in procs.items()
+                       if p.poll() is None}
+            if running or any(p.returncode != 0 for p in procs.values()):
+                _kill_marked(token)           # torchrun's workers too: they have sessions of their own
             for p in procs.values():
                 _kill_group(p.pid)
                 p.wait()
@@ -177,6 +202,25 @@ def run_all(commands: dict[str, list[str]], timeout: float = TIMEOUT) -> dict[st
                 err.close()
             for name, proc in procs.items():
                 _assert_group_gone(proc.pid, f"`{' '.join(commands[name])}`")
+            _assert_marked_gone(token)
+
+
+def _kill_marked(token: str) -> list[int]:
+    left = marked(token)
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return left
+
+
+def _assert_marked_gone(token: str) -> None:
+    """Every process of the run (torchrun's workers included) is gone; kill any left."""
+    deadline = time.monotonic() + 10
+    while marked(token) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = _kill_marked(token)
+    if left:
+        pytest.fail(f"processes left behind by the torchrun run: {left}")
 
 
 def parse(text: str, what: str) -> dict[int, str]:
@@ -274,12 +318,18 @@ def test_parse_and_compare_catch_differences():
 
 def test_a_command_past_its_deadline_is_reported_with_its_stacks_and_killed():
     """The runner itself: at the deadline, every command's state and the Python stack of
-    each process still running (py-spy), then nothing left."""
-    stuck = [sys.executable, "-c", "import time\ndef waits_forever():\n    time.sleep(120)\n"
-                                   "print('started', flush=True)\nwaits_forever()"]
+    each process still running (py-spy), then nothing left, not even a child that started
+    a session of its own (as torchrun's workers do)."""
+    stuck = [sys.executable, "-c", "import subprocess, sys, time\n"
+             "def waits_forever():\n    time.sleep(120)\n"
+             "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'],"
+             " start_new_session=True)\n"
+             "print('child', child.pid, flush=True)\nwaits_forever()"]
     with pytest.raises(pytest.fail.Exception) as info:
         run_all({"quick": [sys.executable, "-c", "print('done')"], "stuck": stuck}, timeout=5)
     text = str(info.value)
     assert "quick: exit code 0" in text and "done" in text
     assert "stuck: no exit after 5 s (killed); its processes were in:" in text
     assert "waits_forever (<string>:3)" in text, text
+    child = int(re.search(r"child (\d+)", text)[1])
+    assert not alive(child), "the child in its own session outlived the run"
