@@ -12,6 +12,7 @@ import datetime
 import io
 import os
 import pickle
+import signal
 import sys
 import threading
 import time
@@ -109,6 +110,20 @@ def _join_group(rank, world_size, store_port, pg_timeout):
                             timeout=datetime.timedelta(seconds=pg_timeout))
 
 
+def _on_interrupt(signum, frame):
+    """SIGINT in a worker (a kernel interrupt reaches the kernel's whole process group):
+    note where the rank is at once, so that a status asked right now already says it."""
+    while frame is not None and (frame.f_code.co_filename.startswith(
+            os.path.join(COURSE_ROOT, "labs", "harness")) or "site-packages" in frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is not None:
+        path = os.path.relpath(frame.f_code.co_filename, COURSE_ROOT) \
+            if frame.f_code.co_filename.startswith(COURSE_ROOT + os.sep) else frame.f_code.co_filename
+        tracing.TRACER.note = tracing.TRACER.note or \
+            f"interrupted in {frame.f_code.co_name} ({path}:{frame.f_lineno})"
+    raise KeyboardInterrupt
+
+
 def _interrupted_at(exc) -> str:
     """'interrupted in sleeper (labs/playground.py:12)': the innermost frame outside the
     harness. A kernel interrupt reaches the workers too (Jupyter signals the kernel's whole
@@ -137,6 +152,7 @@ def run(rank, spec_bytes, store_port, out_path, conn):
     channel = _Channel(conn)
     threading.Thread(target=channel.listen, daemon=True).start()
     tracer = tracing.install(rank)
+    signal.signal(signal.SIGINT, _on_interrupt)
     try:
         spec = pickle.loads(spec_bytes)
         os.environ.update(spec.env)
