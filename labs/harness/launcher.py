@@ -106,10 +106,10 @@ def _check_fn(fn):
     if where:
         shown = name if name.isidentifier() else "my_fn"
         raise LaunchError(
-            f"launch() cannot start {name!r} in worker processes. {where} Define it with "
-            f"`def {shown}(rank, world_size, ...)` in a module (for your own experiments: "
-            f"labs/playground.py), then `from labs.playground import {shown}` and launch "
-            f"that. Workers import functions by name; see notebook 00.")
+            f"launch() cannot start {name!r} in worker processes. {where} Put the function "
+            f"in a module (for your own experiments: labs/playground.py), then `from "
+            f"labs.playground import {shown}` and launch that. Workers import functions by "
+            f"name; see notebook 00.")
 
 
 class _ArgsPickler(pickle.Pickler):
