@@ -165,9 +165,16 @@ def run_all(commands: dict[str, list[str]], timeout: float = TIMEOUT) -> dict[st
                     stdin=subprocess.DEVNULL, text=True, start_new_session=True,
                     preexec_fn=_die_with(os.getpid()))
             deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline and any(p.poll() is None for p in procs.values()):
-                if any(p.returncode not in (None, 0) for p in procs.values()):
+            timed_out = False
+            while True:
+                codes = [p.poll() for p in procs.values()]     # every one, every time
+                if None not in codes:
+                    break
+                if any(code not in (None, 0) for code in codes):
                     time.sleep(2.0)         # let the others report the same failure, then stop
+                    break
+                if time.monotonic() >= deadline:
+                    timed_out = True
                     break
                 time.sleep(0.1)
             running = {name: _stacks(token, p.pid) for name, p in procs.items()
@@ -183,7 +190,7 @@ def run_all(commands: dict[str, list[str]], timeout: float = TIMEOUT) -> dict[st
                 out.seek(0)
                 err.seek(0)
                 outputs[name], errors = out.read(), err.read()
-                why = (f"no exit after {timeout:g} s" if time.monotonic() >= deadline else
+                why = (f"no exit after {timeout:g} s" if timed_out else
                        "still running after another command failed")
                 state = (f"{why} (killed); its processes were in:\n{running[name]}"
                          if name in running else f"exit code {proc.returncode}")
@@ -302,6 +309,31 @@ def test_two_nodes_match_launch(module):
     merged = {**per["node 0"], **per["node 1"]}
     assert_same(merged, expected,
                 f"two torchrun nodes x {per_node} processes, labs.{module}", text)
+
+
+def test_a_failure_on_one_node_is_reported_there_not_as_the_other_nodes_hang():
+    """torchrun's behaviour behind "node 0: no exit after 150 s": an agent whose workers all
+    succeeded waits in its exit barrier (300 s, torch's exit_barrier_timeout) for every other
+    agent; an agent whose worker failed skips the barrier and exits. So one node's failure
+    looks like the other node hanging. The runner reports the node that failed, its exit
+    code, and the other agent's stack (waiting in `_exit_barrier`), within seconds."""
+    port = _free_port()
+
+    def node(host):
+        return _torchrun() + [
+            "--nnodes=2", "--nproc-per-node=2", "--rdzv-backend=c10d",
+            f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-id=p2p-fails-{port}",
+            f"--rdzv-conf=is_host={int(host)}", "--local-addr=127.0.0.1",
+            "tests/harness/one_node_fails.py"]
+
+    with pytest.raises(pytest.fail.Exception) as info:
+        run_all({"node 0": node(True), "node 1": node(False)})
+    text = str(info.value)
+    assert "no exit after" not in text, text
+    assert re.search(r"node [01]: exit code 1\n", text), text
+    assert "still running after another command failed (killed)" in text, text
+    assert "_exit_barrier (torch/distributed/elastic/agent/server/api.py" in text, text
+    assert sorted(parse(text.replace("E   ", ""), "both nodes")) == [0, 1, 2, 3]
 
 
 def test_parse_and_compare_catch_differences():
