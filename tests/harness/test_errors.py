@@ -73,24 +73,28 @@ def blocked_sends_after_start(rank, world_size, folder):
     blocked_sends(rank, world_size)
 
 
-def _when_started(folder, world_size, then):
+def _when_started(folder, world_size, then, done: threading.Event):
     """Once every rank has started its function (and a moment more), call `then`: no
-    guess of how long starting takes on a loaded machine."""
-    deadline = time.monotonic() + 60
-    while len(os.listdir(folder)) < world_size and time.monotonic() < deadline:
-        time.sleep(0.05)
+    guess of how long starting takes on a loaded machine (a first launch starts the fork
+    server, which imports torch). If they never start, do nothing: the launch's own
+    timeout ends the test with its error."""
+    while len(os.listdir(folder)) < world_size:
+        if done.wait(0.05):         # the launch ended first
+            return
     time.sleep(1.0)                 # each rank is inside the gloo call right after its file
     then()
 
 
 def test_an_interrupt_says_where_each_rank_was_and_stops_them(tmp_path, no_leftover_workers):
+    done = threading.Event()
     interrupt = threading.Thread(target=_when_started, args=(
-        str(tmp_path), 2, lambda: os.kill(os.getpid(), signal.SIGINT)))
+        str(tmp_path), 2, lambda: os.kill(os.getpid(), signal.SIGINT), done))
     interrupt.start()
     try:
         with pytest.raises(Interrupted) as info:
             launch(blocked_sends_after_start, 2, args=(str(tmp_path),), timeout=60, quiet=True)
     finally:
+        done.set()
         interrupt.join()
     assert isinstance(info.value, KeyboardInterrupt)
     text = str(info.value)
@@ -212,12 +216,14 @@ def _interrupt_the_group():
 @pytest.mark.parametrize("interrupt", [_interrupt_the_workers, _interrupt_the_group],
                          ids=["workers only (a widget)", "kernel and workers (a cell)"])
 def test_interrupted_workers_give_the_clean_interrupted(interrupt, tmp_path, no_leftover_workers):
-    timer = threading.Thread(target=_when_started, args=(str(tmp_path), 2, interrupt))
+    done = threading.Event()
+    timer = threading.Thread(target=_when_started, args=(str(tmp_path), 2, interrupt, done))
     timer.start()
     try:
         with pytest.raises(Interrupted) as info:
             launch(sleep_after_start, 2, args=(str(tmp_path),), timeout=60, quiet=True)
     finally:
+        done.set()
         timer.join()
     text = str(info.value)
     assert text.startswith("you stopped the launch, and its 2 workers with it.")
