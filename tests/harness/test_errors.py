@@ -73,6 +73,15 @@ def blocked_sends_after_start(rank, world_size, folder):
     blocked_sends(rank, world_size)
 
 
+@pytest.fixture(autouse=True)
+def _sigint_raises_keyboard_interrupt():
+    """What a kernel (or a terminal) has: SIGINT raises KeyboardInterrupt. A test process
+    started in the background by a non-interactive shell inherits SIGINT ignored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def _when_started(folder, world_size, then, done: threading.Event):
     """Once every rank has started its function (and a moment more), call `then`: no
     guess of how long starting takes on a loaded machine (a first launch starts the fork

@@ -268,8 +268,10 @@ def _start_sleepers(tmp_path):
         if __name__ == "__main__":
             launch(sleep_and_record, 3, args=({str(tmp_path)!r},), timeout=100)
     """)
+    # SIGINT as a terminal or a kernel has it (a background shell would pass it ignored).
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 60
     while len(list(tmp_path.glob("*.pid"))) < 3:
         assert time.time() < deadline and proc.poll() is None, proc.communicate()
