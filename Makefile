@@ -1,6 +1,8 @@
 # Point-to-point, demystified: the two commands.
 #   make lab    set up .venv (first time only) and open the course in JupyterLab
 #   make test   set up .venv and run every test: harness, graders (vs solutions/), notebooks
+#   make test-fast  (maintainers) the harness and the graders vs solutions/: no notebooks, no
+#               browser, no torchrun jobs (tests marked slow)
 #   make check  grade YOUR exercises in labs/ against real workers (LESSON=05: one lesson)
 #   make reset LESSON=05   a fresh copy of lesson 05 in notebooks/yours/ (yours is backed up)
 #   make lock   (maintainers) recompile requirements.lock after editing requirements.txt
@@ -14,7 +16,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 LOCK   := requirements.lock
 
-.PHONY: lab reset test check notebooks bench clean setup browser-deps lock mutants lint
+.PHONY: lab reset test test-fast check notebooks bench clean setup browser-deps lock mutants lint
 
 setup: $(STAMP)
 
@@ -52,6 +54,13 @@ test: $(STAMP) browser-deps lint
 # The linter (settings in pyproject.toml); `make test` runs it first.
 lint: $(STAMP)
 	$(BIN)/ruff check .
+
+# The maintainers' fast lane: what a change to the harness or a solution can break, first.
+# Leaves to `make test`: torchrun jobs (marked slow) and the proof that every grader fails on
+# the stubs (it re-runs every grader on the unsolved labs/: most of this lane's time alone).
+test-fast: $(STAMP) lint
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile -m "not slow" tests/harness tests/graders \
+	  --deselect tests/harness/test_exercise_contract.py::test_graders_fail_on_the_stubs
 
 # The grade sheet (tests/check.py) replaces pytest's own summary: one line per lesson while it
 # grades, then one per exercise. Grades are remembered in $(GRADES): a grader runs again only

@@ -1,5 +1,7 @@
 """The exceptions a launch raises, and the diagnosis that picks one.
 
+    LaunchError   launch() was called in a way that cannot run (the function, world_size,
+                  args or timeout): raised before any worker starts, says what to do instead
     WorkerError   a rank raised, or died (signal, os._exit, gloo abort)
     HangError     the ranks stopped making progress: the launch deadline passed, or
                   gloo's own timeout fired inside the workers (a TimeoutError)
@@ -17,7 +19,8 @@ import signal
 import sys
 
 from labs.harness.messages import describe_statuses
-from labs.harness.worker import JOIN_TIMEOUT
+from labs.harness.output import abort_lines
+from labs.harness.spec import JOIN_TIMEOUT
 
 _GLOO_TIMEOUT = re.compile(r"[Tt]imed out|timeout caused pair closure|Timeout")
 _COLLATERAL = re.compile(r"Connection closed by peer|Connection reset by peer|Broken pipe")
@@ -29,6 +32,12 @@ class _Readable:
     def _render_traceback_(self):
         name = f"\x1b[0;31m{type(self).__name__}\x1b[0m"
         return f"{name}: {self}".splitlines()
+
+
+class LaunchError(_Readable, TypeError, ValueError):
+    """launch() cannot start this: a function workers cannot import (defined in the
+    notebook, a lambda), a bad world_size, args that cannot be pickled, a bad timeout.
+    Both a TypeError and a ValueError, so either `except` catches it."""
 
 
 class WorkerError(_Readable, RuntimeError):
@@ -72,7 +81,8 @@ class Interrupted(_Readable, KeyboardInterrupt):
     """You interrupted a launch. `.statuses`: what each rank was doing when stopped."""
 
     def __init__(self, statuses):
-        lines = [f"interrupted: stopped {len(statuses)} worker(s). They were:",
+        workers = f"{len(statuses)} worker{'s' if len(statuses) != 1 else ''}"
+        lines = [f"you stopped the launch, and its {workers} with it. Where each was:",
                  *("  " + line for line in describe_statuses(statuses))]
         super().__init__("\n".join(lines))
         self.statuses = statuses
@@ -93,6 +103,13 @@ def signal_name(code) -> str:
         except ValueError:
             return f"was killed by signal {-code}"
     return f"exited with code {code} without returning"
+
+
+# The last line of a WorkerError: where the rest is. An uncaught exception has no `err`
+# variable: IPython keeps it as sys.last_value (Python 3.12+: also sys.last_exc).
+DETAILS = ("Details: catch it (`except WorkerError as err:`), or after this cell "
+           "`import sys; err = sys.last_value`; then err.tracebacks[rank] (full tracebacks), "
+           "err.outputs[rank] (what each rank printed), err.trace (its torch.distributed calls).")
 
 
 def raise_if_failed(outcome, timeout, pg_timeout) -> None:
@@ -138,8 +155,7 @@ def _worker_error(outcome, collateral) -> WorkerError:
     if others:
         lines.append("The other ranks were stopped while:")
         lines.extend("  " + line for line in describe_statuses(others))
-    lines.append("Details: err.tracebacks[rank] (full tracebacks), err.outputs[rank] (what "
-                 "each rank printed), err.trace (its torch.distributed calls).")
+    lines.append(DETAILS)
     unsolved = {r: failures[r].unsolved for r in ranks
                 if r in failures and failures[r].unsolved is not None}
     return WorkerError("\n".join(lines), ranks,
@@ -168,9 +184,12 @@ def _describe_cause(group, failures, deaths, causes, outputs) -> list:
             line += (" before it could run your function (a script that calls launch() must "
                      "do so under `if __name__ == \"__main__\":`)")
         lines = [line]
-        if outputs.get(r, "").strip():
+        aborted = abort_lines(outputs.get(r, ""))
+        if aborted:                 # gloo's reason, said here once (the replay omits it)
+            lines += ["  " + text for text in aborted]
+        elif outputs.get(r, "").strip():
             lines.append("  its last output:")
-            lines += ["    " + l for l in outputs[r].rstrip().splitlines()[-5:]]
+            lines += ["    " + text for text in outputs[r].rstrip().splitlines()[-5:]]
         return lines
     return [f"{_ranks(group)} raised {causes[r]}", *_where(failures[r].frames)]
 

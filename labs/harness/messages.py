@@ -80,6 +80,7 @@ class Failed:
     events: list[Event]
     frames: list[Frame] = field(default_factory=list)   # outermost first, as Python prints
     unsolved: Unsolved | None = None   # it was an exercise's stub: which one (not a bug)
+    interrupted: bool = False          # a KeyboardInterrupt: the reader stopped the kernel
 
 
 @dataclass

@@ -129,7 +129,7 @@ class _Lanes:
 
     def __init__(self, events):
         self.ranks = sorted({e.rank for e in events}) or [0]
-        self.full_end = max([e.t_done or e.t_post for e in events] + [1e-6])
+        self.full_end = max([e.t_last() for e in events] + [1e-6])
         self.rows, self.nrows = {}, {}
         for r in self.ranks:
             rows_r, self.nrows[r] = _rows([e for e in events if e.rank == r], self.full_end)
@@ -150,7 +150,7 @@ class _Timeline:
         self.ax, self.lanes, self.upto = ax, lanes, upto
         self.scale = 1e3 if unit == "ms" else 1.0
         self.end = (max(upto, 1e-6) if upto is not None else
-                    max([e.t_done or e.t_post for e in events] + [1e-6]))
+                    max([e.t_last() for e in events] + [1e-6]))
 
     def done(self, e):
         """When `e` completed, if it had by `upto`."""
@@ -164,7 +164,10 @@ class _Timeline:
         t_done = self.done(e)
         running = t_done is None
         finished_late = running and self.upto is None
-        right = t_done if t_done is not None else self.end
+        # A call that never completed lasts to its error, or to the moment the launch
+        # stopped its rank (a hang), or (scrubbing) to `upto`.
+        stopped = e.t_last() if e.t_last() > e.t_post else self.end
+        right = t_done if t_done is not None else min(stopped, self.end)
         width = max((right - e.t_post) * scale, full_end * scale * 0.003)
         height = self.lanes.bar_height(e)
         pale = not e.blocking or running

@@ -23,8 +23,8 @@ from labs.harness.errors import Interrupted
 from labs.harness.messages import (Failed, Joined, RankStatus, Release, Returned,
                                    StatusReply, StatusRequest)
 from labs.harness.output import read_outputs
-
-GRACE = 0.5    # after the first failure, how long the other ranks may take to report
+from labs.harness.spec import (DEATH_REAP, GRACE, JOIN_TIMEOUT, KILL_REAP, RELEASE_WAIT,
+                               STATUS_WAIT, STATUS_WAIT_INTERRUPTED, LaunchSpec)
 
 
 @dataclass
@@ -35,7 +35,9 @@ class Outcome:
     statuses: dict = field(default_factory=dict)    # rank -> RankStatus when stopped
     events: dict = field(default_factory=dict)      # rank -> its trace
     hang: str | None = None     # "join": not every rank joined; "deadline": no result
+    stopped_at: float | None = None     # perf_counter when the ranks still running were stopped
     outputs: dict = field(default_factory=dict)     # rank -> what it printed
+    pids: list = field(default_factory=list)        # the workers' pids, in rank order
 
     def only_failed_joining(self) -> bool:
         """Every failure happened while joining the group, before any user code ran."""
@@ -43,13 +45,16 @@ class Outcome:
             f.phase == "connect" for f in self.failures.values())
 
 
-def run_workers(ctx, fn, world_size, args, timeout, pg_timeout, threads, env,
-                started_pids: list) -> Outcome:
-    """One attempt: start `world_size` workers on a private rendezvous, supervise, stop."""
+def run_workers(ctx, spec: LaunchSpec, on_started=None) -> Outcome:
+    """One attempt: start `spec.world_size` workers on a private rendezvous, supervise,
+    stop. `on_started(pids)` is called as soon as every worker exists (before anything
+    can fail), so a caller can account for them even if this raises (Interrupted)."""
+    world_size = spec.world_size
     out_dir = tempfile.mkdtemp(prefix="p2p-launch-")
     # The rendezvous: a store only this launch knows the port of.
     store = dist.TCPStore("127.0.0.1", 0, world_size, is_master=True, wait_for_workers=False,
-                          timeout=datetime.timedelta(seconds=worker.JOIN_TIMEOUT))
+                          timeout=datetime.timedelta(seconds=JOIN_TIMEOUT))
+    spec_bytes = pickle.dumps(spec)
     pipes = [ctx.Pipe(duplex=True) for _ in range(world_size)]
     procs = []
     started = time.perf_counter()
@@ -57,20 +62,28 @@ def run_workers(ctx, fn, world_size, args, timeout, pg_timeout, threads, env,
         for rank in range(world_size):
             p = ctx.Process(
                 target=worker.run, daemon=True, name=f"p2p-rank{rank}",
-                args=(rank, world_size, pickle.dumps(fn), pickle.dumps(tuple(args)),
-                      store.port, pg_timeout, threads, env,
-                      os.path.join(out_dir, f"rank{rank}.out"), pipes[rank][1]))
+                args=(rank, spec_bytes, store.port, os.path.join(out_dir, f"rank{rank}.out"),
+                      pipes[rank][1]))
             p.start()
             pipes[rank][1].close()   # only the child holds its end: EOF tells it we are gone
             procs.append(p)
-        started_pids[:] = [p.pid for p in procs]
+        if on_started is not None:
+            on_started([p.pid for p in procs])
+        supervisor = _Supervisor(procs, [pp[0] for pp in pipes])
         try:
-            outcome = _Supervisor(procs, [pp[0] for pp in pipes]).watch(started, timeout)
+            outcome = supervisor.watch(started, spec.timeout)
         except KeyboardInterrupt:
-            # You pressed stop: say where each rank was, then stop them all (below).
-            replies = ask_status(procs, [pp[0] for pp in pipes], range(world_size), wait=0.5)
-            raise Interrupted({r: reply.status for r, reply in replies.items()}) from None
+            # You pressed stop (in this process, or a worker was interrupted: Jupyter
+            # signals the kernel's whole process group, and during a widget's callback only
+            # the workers may see it): say where each rank was, then stop them all (below).
+            others = [r for r in range(world_size) if r not in supervisor.interrupted]
+            replies = ask_status(procs, [pp[0] for pp in pipes], others,
+                                 wait=STATUS_WAIT_INTERRUPTED)
+            statuses = {**{r: reply.status for r, reply in replies.items()},
+                        **supervisor.interrupted}
+            raise Interrupted(dict(sorted(statuses.items()))) from None
         outcome.outputs = read_outputs(out_dir, world_size)
+        outcome.pids = [p.pid for p in procs]
     finally:
         stop(procs)
         for parent_end, _ in pipes:
@@ -87,11 +100,12 @@ class _Supervisor:
         self.pending = set(range(len(procs)))
         self.joined = set()
         self.first_failure = None
+        self.interrupted = {}           # rank -> RankStatus: a KeyboardInterrupt in the worker
 
     def watch(self, started, timeout) -> Outcome:
         """Collect each rank's result; stop at the first failure (+ GRACE) or the deadline:
         JOIN_TIMEOUT after the start until every rank has joined, then `timeout`."""
-        deadline = started + worker.JOIN_TIMEOUT
+        deadline = started + JOIN_TIMEOUT
         sentinels = {p.sentinel: r for r, p in enumerate(self.procs)}
         while self.pending:
             now = time.perf_counter()
@@ -112,6 +126,7 @@ class _Supervisor:
                 elif self._receive(self.conns.index(obj)) == "all joined":
                     deadline = time.perf_counter() + timeout
         if self.pending:
+            self.outcome.stopped_at = time.perf_counter()
             for rank, reply in ask_status(self.procs, self.conns, self.pending).items():
                 self.outcome.statuses[rank] = reply.status
                 self.outcome.events.setdefault(rank, reply.events)
@@ -120,7 +135,7 @@ class _Supervisor:
         return self.outcome
 
     def _died(self, rank):
-        self.procs[rank].join(1.0)
+        self.procs[rank].join(DEATH_REAP)
         self.outcome.deaths[rank] = self.procs[rank].exitcode
         self.pending.discard(rank)
         self.first_failure = self.first_failure or time.perf_counter()
@@ -136,6 +151,9 @@ class _Supervisor:
         if isinstance(message, Returned):
             self.outcome.values[rank], self.outcome.events[rank] = message.value, message.events
         elif isinstance(message, Failed):
+            if message.interrupted:
+                self.interrupted[rank] = message.status
+                raise KeyboardInterrupt
             self.outcome.failures[rank] = message
             self.outcome.statuses[rank], self.outcome.events[rank] = message.status, message.events
             self.first_failure = self.first_failure or time.perf_counter()
@@ -145,7 +163,7 @@ class _Supervisor:
         return None
 
 
-def release(procs, conns, wait=2.0):
+def release(procs, conns, wait=RELEASE_WAIT):
     """Every rank has returned: let them destroy the group and exit on their own."""
     for c in conns:
         try:
@@ -157,7 +175,7 @@ def release(procs, conns, wait=2.0):
         p.join(max(0.0, until - time.perf_counter()))
 
 
-def ask_status(procs, conns, ranks, wait=1.0) -> dict:
+def ask_status(procs, conns, ranks, wait=STATUS_WAIT) -> dict:
     """Ask the ranks still running what they are blocked in; rank -> StatusReply."""
     answers = {}
     for r in ranks:
@@ -177,6 +195,8 @@ def ask_status(procs, conns, ranks, wait=1.0) -> dict:
                 continue
             if isinstance(reply, StatusReply):
                 answers[r] = reply
+            elif isinstance(reply, Failed) and reply.interrupted:   # it was stopped too
+                answers[r] = StatusReply(reply.status, reply.events)
     silent = RankStatus(0, note="did not answer (stuck outside Python, or not started)")
     for r in ranks:
         answers.setdefault(r, StatusReply(dataclasses.replace(silent, rank=r), []))
@@ -193,6 +213,6 @@ def stop(procs):
                 pass
     for p in procs:
         try:
-            p.join(5)
+            p.join(KILL_REAP)
         except (OSError, ValueError, AssertionError):
             pass

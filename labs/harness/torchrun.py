@@ -345,11 +345,14 @@ def _finish(proc: subprocess.Popen, timeout_s: float = 30.0) -> tuple[str, str, 
 
 
 def main_thread_frames(dump: str) -> list[Frame]:
-    """The frames py-spy printed for the main thread, innermost first."""
+    """The frames py-spy printed for the main thread, innermost first. py-spy names it
+    "MainThread" when the process imported threading; else it is the thread whose id is
+    the process's pid (Linux)."""
     frames, in_main = [], False
+    pid = re.match(r"^Process (\d+):", dump)
     for line in dump.splitlines():
         if line.startswith("Thread "):
-            in_main = '"MainThread"' in line
+            in_main = '"MainThread"' in line or bool(pid) and line.startswith(f"Thread {pid[1]} ")
         elif in_main and (found := re.match(r"^\s+(.+?) \((.+):(\d+)\)$", line)):
             frames.append(Frame(found[1], found[2], int(found[3])))
     return frames

@@ -52,6 +52,15 @@ class Event:
     t_error: float | None = None
     seq: int = 0                 # position in its rank's list of events
     waits_for: int | None = None  # a wait: the `seq` of the op it waits for
+    t_stopped: float | None = None  # never completed: when the launch stopped its rank
+
+    def t_last(self) -> float:
+        """The last moment the call is known to have lasted to: its end, its error, the
+        moment its rank was stopped (a hang), or at least its post."""
+        for t in (self.t_done, self.t_error, self.t_stopped):
+            if t is not None:
+                return t
+        return self.t_post
 
     def describe(self) -> str:
         """'isend(to 1, tag 0, 10 x float32)' -- the words HangError uses."""

@@ -12,6 +12,7 @@ import datetime
 import io
 import os
 import pickle
+import signal
 import sys
 import threading
 import time
@@ -24,10 +25,7 @@ from labs.harness import tracing
 from labs.harness.exercises import unsolved_of
 from labs.harness.messages import (Failed, Frame, Joined, RankStatus, Release, Returned,
                                    StatusReply, StatusRequest)
-
-# How long the ranks may take to start and join the group. The launch `timeout` counts
-# from the moment every rank has joined, so a slow start is never mistaken for a hang.
-JOIN_TIMEOUT = 60.0
+from labs.harness.spec import JOIN_TIMEOUT, RELEASE_WAIT_IN_WORKER
 
 
 def exc_summary(exc) -> str:
@@ -113,6 +111,30 @@ def _join_group(rank, world_size, store_port, pg_timeout):
                             timeout=datetime.timedelta(seconds=pg_timeout))
 
 
+def _on_interrupt(signum, frame):
+    """SIGINT in a worker (a kernel interrupt reaches the kernel's whole process group):
+    note where the rank is at once, so that a status asked right now already says it."""
+    while frame is not None and (frame.f_code.co_filename.startswith(
+            os.path.join(COURSE_ROOT, "labs", "harness")) or "site-packages" in frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is not None:
+        path = os.path.relpath(frame.f_code.co_filename, COURSE_ROOT) \
+            if frame.f_code.co_filename.startswith(COURSE_ROOT + os.sep) else frame.f_code.co_filename
+        tracing.TRACER.note = tracing.TRACER.note or \
+            f"interrupted in {frame.f_code.co_name} ({path}:{frame.f_lineno})"
+    raise KeyboardInterrupt
+
+
+def _interrupted_at(exc) -> str:
+    """'interrupted in sleeper (labs/playground.py:12)': the innermost frame outside the
+    harness. A kernel interrupt reaches the workers too (Jupyter signals the kernel's whole
+    process group); the parent reports it as Interrupted, with this line per rank."""
+    frames = [f for f in frames_of(exc) if not f.file.startswith("labs/harness/")]
+    if not frames:
+        return "interrupted while starting"
+    return f"interrupted in {frames[-1].function} ({frames[-1].file}:{frames[-1].line})"
+
+
 def _returned(rank, value, tracer) -> Returned:
     message = Returned(rank, value, list(tracer.events))
     try:
@@ -124,26 +146,29 @@ def _returned(rank, value, tracer) -> Returned:
     return message
 
 
-def run(rank, world_size, fn_bytes, args_bytes, store_port, pg_timeout, threads, env,
-        out_path, conn):
-    """The target of every worker process."""
+def run(rank, spec_bytes, store_port, out_path, conn):
+    """The target of every worker process: the launch's LaunchSpec (pickled once by the
+    parent, the same bytes for every rank), then what is this rank's own."""
     _capture_output(out_path)
-    os.environ.update(env)
-    torch.set_num_threads(threads)
     channel = _Channel(conn)
     threading.Thread(target=channel.listen, daemon=True).start()
     tracer = tracing.install(rank)
+    signal.signal(signal.SIGINT, _on_interrupt)
     try:
-        fn, args = pickle.loads(fn_bytes), pickle.loads(args_bytes)
-        _join_group(rank, world_size, store_port, pg_timeout)
+        spec = pickle.loads(spec_bytes)
+        os.environ.update(spec.env)
+        torch.set_num_threads(spec.threads)
+        _join_group(rank, spec.world_size, store_port, spec.pg_timeout)
         channel.send(Joined(rank))
         channel.phase = "run"
-        message = _returned(rank, fn(rank, world_size, *args), tracer)
+        message = _returned(rank, spec.fn(rank, spec.world_size, *spec.args), tracer)
     except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
         status = status_now(tracer, channel.phase)
-        status.note = status.note or exc_summary(exc)
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        status.note = status.note or (_interrupted_at(exc) if interrupted else exc_summary(exc))
         message = Failed(rank, exc_summary(exc), traceback.format_exc(), channel.phase,
-                         status, list(tracer.events), frames_of(exc), unsolved_of(exc))
+                         status, list(tracer.events), frames_of(exc), unsolved_of(exc),
+                         interrupted)
     sys.stdout.flush()
     sys.stderr.flush()
     try:
@@ -156,7 +181,7 @@ def run(rank, world_size, fn_bytes, args_bytes, store_port, pg_timeout, threads,
     # finishing, or instead of reporting what it really waits for. After an error the
     # parent asks the others what they wait for, then kills everyone.
     failed = isinstance(message, Failed)
-    channel.released.wait(None if failed else 600)
+    channel.released.wait(None if failed else RELEASE_WAIT_IN_WORKER)
     if not failed and dist.is_initialized():
         dist.destroy_process_group()
     conn.close()

@@ -1,4 +1,10 @@
-"""`make lab` works on the learner's copies; `make reset` gives a fresh one and loses nothing."""
+"""`make lab` works on the learner's copies; `make reset` gives a fresh one and loses nothing,
+and refuses while the lesson is open in JupyterLab (the tab would save over it)."""
+import http.server
+import json
+import os
+import threading
+from pathlib import Path
 
 import pytest
 
@@ -44,3 +50,66 @@ def test_the_learners_copies_are_ignored_by_git_and_pytest():
     root = copies.NOTEBOOKS.parent
     assert "notebooks/yours/" in (root / ".gitignore").read_text().splitlines()
     assert 'collect_ignore = ["notebooks/yours"]' in (root / "conftest.py").read_text()
+
+
+def test_reset_with_a_lesson_that_is_not_a_number_is_one_clear_line(course):
+    # SystemExit(message): Python prints the message alone on stderr and exits with 1.
+    with pytest.raises(SystemExit) as info:
+        copies.main(["--reset", "abc"])
+    assert info.value.code == ("make reset LESSON=abc: LESSON is a lesson's number, one of "
+                               "00, 05 (e.g. make reset LESSON=05)")
+    assert not (course / "yours").exists()
+
+
+class _Sessions(http.server.BaseHTTPRequestHandler):
+    """/api/sessions as a Jupyter server answers it (paths relative to its root_dir)."""
+
+    open_paths: list = []
+
+    def do_GET(self):  # noqa: N802
+        if not self.path.startswith("/api/sessions?token=secret"):
+            self.send_error(403)
+            return
+        body = json.dumps([{"id": str(i), "path": p, "name": Path(p).name, "type": "notebook",
+                            "kernel": {"name": "python3"}}
+                           for i, p in enumerate(self.open_paths)]).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def jupyter_server(tmp_path, monkeypatch):
+    """A server answering Jupyter's sessions API, announced in a runtime directory the way
+    jupyter_server announces itself (jpserver-<pid>.json)."""
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Sessions)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(runtime))
+    url = f"http://127.0.0.1:{server.server_port}/"
+    (runtime / f"jpserver-{os.getpid()}.json").write_text(json.dumps(
+        {"pid": os.getpid(), "url": url, "token": "secret", "root_dir": str(tmp_path)}))
+    yield _Sessions
+    server.shutdown()
+    thread.join(10)
+    server.server_close()
+    _Sessions.open_paths = []
+
+
+def test_reset_refuses_while_the_lesson_is_open_in_jupyterlab(course, jupyter_server):
+    copies.copy_missing()
+    mine = course / "yours" / "05_ring_all_reduce.ipynb"
+    mine.write_text("my work")
+    jupyter_server.open_paths = ["notebooks/yours/05_ring_all_reduce.ipynb"]
+    with pytest.raises(SystemExit, match=r"is open in JupyterLab .*Close its tab first"):
+        copies.reset("05")
+    assert mine.read_text() == "my work"                 # nothing changed, nothing lost
+    assert not (course / "yours" / "backup").exists()
+    jupyter_server.open_paths = ["notebooks/yours/00_welcome.ipynb"]   # another lesson open
+    assert "reference" in copies.reset("05").read_text()

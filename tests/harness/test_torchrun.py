@@ -19,20 +19,26 @@ for all, without running them).
 """
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import re
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
+from labs.harness.torchrun import MARKER, py_spy_dump
+from labs.harness.torchrun import _marked as marked
 from tests import course
 from tests.procs import die_with as _die_with
-from tests.procs import group_members
+from tests.procs import alive, group_members
+from tests.procs import read as read_proc
 
 ROOT = Path(__file__).resolve().parents[2]
 WORLD_SIZE = 4          # two-node runs: 2 nodes x 2 processes
@@ -40,6 +46,7 @@ WORLD_SIZE = 4          # two-node runs: 2 nodes x 2 processes
 # loaded 2-core machine. A run that should succeed gets this long before it is killed.
 TIMEOUT = 150.0
 RESULT = re.compile(r"^rank (\d+) result: (.*)$")
+_runs = itertools.count()
 
 pytestmark = pytest.mark.slow
 
@@ -67,9 +74,12 @@ def _torchrun() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "torch.distributed.run"]
 
 
-def _env() -> dict:
+def _env(token: str = "") -> dict:
     env = dict(os.environ)
     env.update(OMP_NUM_THREADS="1", P2P_COURSE_SOLUTIONS="1")
+    # torchrun starts its workers in sessions of their own: killing an agent's group does not
+    # reach them. Every process of a run inherits this marker, so none can outlive the test.
+    env[MARKER] = token
     # What a reader's shell would have: no pytest/xdist variables. And buffered stdout:
     # with PYTHONUNBUFFERED, print() writes the text and its newline separately, and the
     # lines of processes sharing torchrun's stdout can interleave mid-line.
@@ -101,49 +111,123 @@ def _assert_group_gone(pgid: int, what: str) -> None:
         pytest.fail(f"{what} left processes behind: {left}")
 
 
+def _stacks(token: str, pid: int) -> str:
+    """`py-spy dump` of every process the command started (its group and torchrun's
+    workers, found by the marker): what each was doing when it was stopped."""
+    found = []
+    mine = set(group_members(pid)) | {p for p in marked(token) if _descends_from(p, pid)}
+    for pid in sorted(mine):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = " ".join(f.read().decode(errors="replace").split())
+        except OSError:
+            continue
+        try:
+            dump = py_spy_dump({0: pid})[0]
+        except (RuntimeError, PermissionError, OSError) as exc:
+            found.append(f"  pid {pid} ({cmd[-80:]}): no stack ({exc})")
+            continue
+        frames = [f"{f.function} ({f.file.split('site-packages/')[-1]}:{f.line})"
+                  for f in dump.frames[:6]]
+        found.append(f"  pid {pid} ({cmd[-80:]}):\n    " + "\n    ".join(frames or ["?"]))
+    return "\n".join(found)
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    for _ in range(20):
+        proc = read_proc(pid)
+        if proc is None or proc.ppid <= 1:
+            return False
+        if proc.ppid == ancestor:
+            return True
+        pid = proc.ppid
+    return False
+
+
 def run_all(commands: dict[str, list[str]], timeout: float = TIMEOUT) -> dict[str, str]:
     """Run commands concurrently, each in its own process group; return their stdout.
 
-    Any failure (non-zero exit, timeout) kills every group and fails the test with the
-    output of each command. All groups are verified gone before returning.
+    Output goes to files, not pipes: a command whose pipe nobody reads yet can never block
+    on a full pipe. Any failure (non-zero exit, deadline) fails the test with every
+    command's state, output and, for those still running at the deadline, the Python stack
+    of each of their processes (py-spy); then every group is killed and proven gone.
     """
-    procs = {}
-    try:
-        for name, cmd in commands.items():
-            procs[name] = subprocess.Popen(
-                cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                stdin=subprocess.DEVNULL, text=True, start_new_session=True,
-                preexec_fn=_die_with(os.getpid()))
-        outputs, failures = {}, []
-        deadline = time.monotonic() + timeout
-        for name, proc in procs.items():
-            try:
-                out, err = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                for p in procs.values():
-                    _kill_group(p.pid)
-                out, err = proc.communicate()
-                failures.append(f"{name}: no exit after {timeout:g} s (killed)")
-            else:
-                if proc.returncode != 0:
-                    failures.append(f"{name}: exit code {proc.returncode}")
-            outputs[name] = out
-            if failures:
-                failures[-1] += f"\n--- stdout ---\n{out}\n--- stderr (tail) ---\n{err[-3000:]}"
-                break
-        if failures:
-            pytest.fail("\n".join(failures))
-        return outputs
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                _kill_group(proc.pid)
-            try:
-                proc.communicate(timeout=10)
-            except (subprocess.TimeoutExpired, ValueError):
-                pass
-        for name, proc in procs.items():
-            _assert_group_gone(proc.pid, f"`{' '.join(commands[name])}`")
+    procs, files = {}, {}
+    token = f"{os.getpid()}-test-{next(_runs)}-"
+    with tempfile.TemporaryDirectory(prefix="p2p-torchrun-test-") as folder:
+        try:
+            for i, (name, cmd) in enumerate(commands.items()):
+                out, err = (open(os.path.join(folder, f"{i}.{kind}"), "w+")
+                            for kind in ("out", "err"))
+                files[name] = (out, err)
+                procs[name] = subprocess.Popen(
+                    cmd, cwd=ROOT, env=_env(token), stdout=out, stderr=err,
+                    stdin=subprocess.DEVNULL, text=True, start_new_session=True,
+                    preexec_fn=_die_with(os.getpid()))
+            deadline = time.monotonic() + timeout
+            timed_out = False
+            while True:
+                codes = [p.poll() for p in procs.values()]     # every one, every time
+                if None not in codes:
+                    break
+                if any(code not in (None, 0) for code in codes):
+                    time.sleep(2.0)         # let the others report the same failure, then stop
+                    break
+                if time.monotonic() >= deadline:
+                    timed_out = True
+                    break
+                time.sleep(0.1)
+            running = {name: _stacks(token, p.pid) for name, p in procs.items()
+                       if p.poll() is None}
+            if running or any(p.returncode != 0 for p in procs.values()):
+                _kill_marked(token)           # torchrun's workers too: they have sessions of their own
+            for p in procs.values():
+                _kill_group(p.pid)
+                p.wait()
+            outputs, report = {}, []
+            for name, proc in procs.items():
+                out, err = files[name]
+                out.seek(0)
+                err.seek(0)
+                outputs[name], errors = out.read(), err.read()
+                why = (f"no exit after {timeout:g} s" if timed_out else
+                       "still running after another command failed")
+                state = (f"{why} (killed); its processes were in:\n{running[name]}"
+                         if name in running else f"exit code {proc.returncode}")
+                report.append(f"{name}: {state}\n--- stdout ---\n{outputs[name]}"
+                              f"--- stderr (tail) ---\n{errors[-3000:]}")
+            if running or any(p.returncode != 0 for p in procs.values()):
+                pytest.fail("\n".join(report))
+            return outputs
+        finally:
+            for proc in procs.values():
+                if proc.poll() is None:
+                    _kill_group(proc.pid)
+                    proc.wait()
+            for out, err in files.values():
+                out.close()
+                err.close()
+            for name, proc in procs.items():
+                _assert_group_gone(proc.pid, f"`{' '.join(commands[name])}`")
+            _assert_marked_gone(token)
+
+
+def _kill_marked(token: str) -> list[int]:
+    left = marked(token)
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return left
+
+
+def _assert_marked_gone(token: str) -> None:
+    """Every process of the run (torchrun's workers included) is gone; kill any left."""
+    deadline = time.monotonic() + 10
+    while marked(token) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = _kill_marked(token)
+    if left:
+        pytest.fail(f"processes left behind by the torchrun run: {left}")
 
 
 def parse(text: str, what: str) -> dict[int, str]:
@@ -227,6 +311,31 @@ def test_two_nodes_match_launch(module):
                 f"two torchrun nodes x {per_node} processes, labs.{module}", text)
 
 
+def test_a_failure_on_one_node_is_reported_there_not_as_the_other_nodes_hang():
+    """torchrun's behaviour behind "node 0: no exit after 150 s": an agent whose workers all
+    succeeded waits in its exit barrier (300 s, torch's exit_barrier_timeout) for every other
+    agent; an agent whose worker failed skips the barrier and exits. So one node's failure
+    looks like the other node hanging. The runner reports the node that failed, its exit
+    code, and the other agent's stack (waiting in `_exit_barrier`), within seconds."""
+    port = _free_port()
+
+    def node(host):
+        return _torchrun() + [
+            "--nnodes=2", "--nproc-per-node=2", "--rdzv-backend=c10d",
+            f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-id=p2p-fails-{port}",
+            f"--rdzv-conf=is_host={int(host)}", "--local-addr=127.0.0.1",
+            "tests/harness/one_node_fails.py"]
+
+    with pytest.raises(pytest.fail.Exception) as info:
+        run_all({"node 0": node(True), "node 1": node(False)})
+    text = str(info.value)
+    assert "no exit after" not in text, text
+    assert re.search(r"node [01]: exit code 1\n", text), text
+    assert "still running after another command failed (killed)" in text, text
+    assert "_exit_barrier (torch/distributed/elastic/agent/server/api.py" in text, text
+    assert sorted(parse(text.replace("E   ", ""), "both nodes")) == [0, 1, 2, 3]
+
+
 def test_parse_and_compare_catch_differences():
     """The comparison itself can fail: a different value or a missing rank is caught."""
     a = parse("rank 0 result: 1.0\nnoise\nrank 1 result: [1, 2]\n", "a")
@@ -237,3 +346,22 @@ def test_parse_and_compare_catch_differences():
         assert_same({0: "1.0"}, a, "x", "")
     with pytest.raises(AssertionError, match="printed twice"):
         parse("rank 0 result: 1\nrank 0 result: 1\n", "b")
+
+
+def test_a_command_past_its_deadline_is_reported_with_its_stacks_and_killed():
+    """The runner itself: at the deadline, every command's state and the Python stack of
+    each process still running (py-spy), then nothing left, not even a child that started
+    a session of its own (as torchrun's workers do)."""
+    stuck = [sys.executable, "-c", "import subprocess, sys, time\n"
+             "def waits_forever():\n    time.sleep(120)\n"
+             "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'],"
+             " start_new_session=True)\n"
+             "print('child', child.pid, flush=True)\nwaits_forever()"]
+    with pytest.raises(pytest.fail.Exception) as info:
+        run_all({"quick": [sys.executable, "-c", "print('done')"], "stuck": stuck}, timeout=5)
+    text = str(info.value)
+    assert "quick: exit code 0" in text and "done" in text
+    assert "stuck: no exit after 5 s (killed); its processes were in:" in text
+    assert "waits_forever (<string>:3)" in text, text
+    child = int(re.search(r"child (\d+)", text)[1])
+    assert not alive(child), "the child in its own session outlived the run"

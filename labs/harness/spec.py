@@ -1,0 +1,46 @@
+"""What one launch is, built once by `launch` and sent whole to every worker, and how long
+each step of a launch's life may take, each named once with why.
+
+    spec = LaunchSpec(fn, world_size=4, args=(1024,), timeout=20.0, pg_timeout=15.0,
+                      threads=1, env={"P2P_COURSE_SOLUTIONS": "1"})
+
+Every worker gets the same pickled spec plus what is its own (its rank, its pipe, its
+output file); nothing is passed as a positional tuple to keep in step on both sides.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    fn: object                 # module-level function, imported by name in each worker
+    world_size: int
+    args: tuple = ()
+    timeout: float = 30.0      # seconds fn may run once every rank has joined
+    pg_timeout: float = 22.5   # gloo's per-operation timeout inside the workers
+    threads: int = 1           # torch intra-op threads per worker
+    env: dict = field(default_factory=dict)    # environment variables set in each worker
+
+
+# -- the lifecycle of a launch, in seconds ---------------------------------------------------
+
+# Starting and joining the group: a fresh fork server imports torch, a loaded machine is
+# slow; the launch `timeout` counts only from the moment every rank has joined.
+JOIN_TIMEOUT = 60.0
+# The first launch of a kernel waits this long for the fork server to import torch (once).
+FORKSERVER_START = 120.0
+# After the first failure, the other ranks may take this long to report their own.
+GRACE = 0.5
+# How long a rank that is asked "where are you blocked?" may take to answer.
+STATUS_WAIT = 1.0
+# After an interrupt, the same question with less patience: you want your prompt back.
+STATUS_WAIT_INTERRUPTED = 0.5
+# After every rank returned: the time they get to destroy the group and exit on their own.
+RELEASE_WAIT = 2.0
+# A worker that returned waits this long for Release before exiting anyway (a lost parent).
+RELEASE_WAIT_IN_WORKER = 600.0
+# A worker whose pipe closed may take this long to be reaped before its exit code is read.
+DEATH_REAP = 1.0
+# Killing and reaping each leftover worker (SIGKILL cannot be ignored: this is a bound).
+KILL_REAP = 5.0
