@@ -14,10 +14,10 @@ One lab module per lesson (labs.p2p, labs.batching, ...) holds that lesson's wor
 functions and exercise stubs. Import them by name; they are not imported here, so that
 your edits are picked up by the next launch.
 """
-from labs.harness.errors import Interrupted
+from labs.harness.errors import Interrupted, LaunchError
 from labs.harness.exercises import exercise, solutions_enabled
 from labs.harness.launcher import HangError, Results, WorkerError, launch, last_worker_pids
 from labs.harness.unsolved import launch_exercise
 
-__all__ = ["launch", "launch_exercise", "WorkerError", "HangError", "Interrupted", "Results",
-           "last_worker_pids", "exercise", "solutions_enabled"]
+__all__ = ["launch", "launch_exercise", "WorkerError", "HangError", "Interrupted", "LaunchError",
+           "Results", "last_worker_pids", "exercise", "solutions_enabled"]
