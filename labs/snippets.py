@@ -110,7 +110,7 @@ def ring_all_reduce_as_written(tensor):
     world_size = dist.get_world_size()
     send_op = dist.P2POp(dist.isend, tensor, (rank + 1) % world_size)
     recv_op = dist.P2POp(dist.irecv, tensor, (rank - 1 + world_size) % world_size)
-    reqs = dist.batch_isend_irecv([send_op, recv_op])  # noqa: F841 - as written: never waited
+    reqs = dist.batch_isend_irecv([send_op, recv_op])
     dist.barrier()
     return tensor
 
@@ -205,7 +205,7 @@ def average_gradients_as_written(model):
                     ops.append(dist.P2POp(dist.isend, grads[j], j))
                 else:
                     ops.append(dist.P2POp(dist.irecv, recv_grads[j], i))
-    reqs = dist.batch_isend_irecv(ops)  # noqa: F841 - as written: never waited
+    reqs = dist.batch_isend_irecv(ops)
     dist.barrier()                      # synchronise before averaging
     for k in range(len(grads)):
         grads[k] /= world_size
