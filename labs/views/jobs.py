@@ -91,6 +91,7 @@ def sanitised(text: str) -> str:
     """`text` with paths relative to the course, and no date, time, pid, port or other path:
     what this machine put there is replaced by a <placeholder>."""
     text = text.replace(str(ROOT) + "/", "")
+    text = re.sub(r"[^\s\"']*/lib/python[\d.]+/site-packages/", "<site-packages>/", text)
     text = re.sub(r"/tmp/p2p-job-[^/\s]+", "<log dir>", text)
     text = re.sub(r"\S*/p2p-fr-[^/\s]+", "FR_DIR", text)
     text = re.sub(r"(?<![\w.\]>])/(?:[^\s/:()\[\]]+/)+(?=[^\s/:()\[\]]+)", "<path>/", text)
