@@ -87,13 +87,15 @@ def differences(mine: list[Op], reference: list[Op], method: Method, *, rank: in
     if missing:
         found.append(f"rank {rank} never called {', '.join(sorted(missing))} ({why})")
     if method.compare == "routing":
-        return found + _compare_dtypes(mine, reference, rank=rank)
+        return found + (_compare_dtypes(mine, reference, rank=rank) or
+                        _routing_floor(mine, reference, rank=rank, why=why))
     for kind, verb, prep in (("send", "sent", "to"), ("recv", "received", "from")):
         does = "sends" if kind == "send" else "receives"
         got, expected = _messages(mine, kind), _messages(reference, kind)
         if method.compare == "counts":
             found += _compare_counts(got, _messages(reference, kind, empty=True), rank=rank,
-                                     verb=verb, does=does, prep=prep, why=why)
+                                     verb=verb, does=does, prep=prep, why=why) or \
+                _counts_floor(got, expected, rank=rank, verb=verb, prep=prep, why=why)
             continue
         for peer in sorted(set(got) - set(expected), key=lambda p: (p is None, p)):
             where = ", ".join(_peer(p) for p in sorted(expected))
@@ -137,6 +139,35 @@ def _compare_counts(got, expected, *, rank, verb, does, prep, why) -> list[str]:
         peer, n = big[0]
         return [f"rank {rank} {verb} a message of {n} elements {prep} {_peer(peer)}; in this "
                 f"method no message holds more than {largest}: {why}"]
+    return []
+
+
+def _counts_floor(got, expected, *, rank, verb, prep, why) -> list[str]:
+    """compare="counts" bounds messages from above; the data must also travel: with each
+    peer, at least the reference's elements, less one per message (the tensor may be cut
+    elsewhere; a chunk differs by at most an element)."""
+    for peer in sorted(expected, key=lambda p: (p is None, p)):
+        total = sum(n for n, _ in got.get(peer, []))
+        reference = sum(n for n, _ in expected[peer])
+        if total < reference - len(expected[peer]):
+            return [f"rank {rank} {verb} {total} elements {prep} {_peer(peer)} in all; the "
+                    f"method moves {reference}: {why}"]
+    return []
+
+
+def _routing_floor(mine, reference, *, rank, why) -> list[str]:
+    """compare="routing" leaves the route free, not the arrival: a rank receives at least
+    what it receives in the reference (a tree or a chain delivers the same data), and a
+    rank that sends in the reference sends something."""
+    def total(ops, kind):
+        return sum(op.numel for op in ops if op.kind == kind)
+    got, wanted = total(mine, "recv"), total(reference, "recv")
+    if got < wanted:
+        return [f"rank {rank} received {got} elements in all; in this method it receives "
+                f"{wanted}: {why}"]
+    if total(reference, "send") and not total(mine, "send"):
+        return [f"rank {rank} sent nothing; in this method it sends "
+                f"{total(reference, 'send')} elements: {why}"]
     return []
 
 

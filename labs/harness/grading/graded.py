@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import importlib
 import inspect
+from dataclasses import replace
 
 import torch
 import torch.distributed as dist
@@ -24,7 +25,7 @@ import torch.distributed as dist
 from labs.harness import tracing
 from labs.harness.grading.compare import Method, differences
 from labs.harness.grading.methods import METHODS
-from labs.harness.grading.record import outstanding, record
+from labs.harness.grading.record import install, outstanding, record
 from labs.harness.grading.run import GradeFailure
 
 
@@ -37,6 +38,7 @@ def implementation(impl: str, module: str, name: str):
     right and wrong bodies with any other impl: "package.module" (its `<name>`) or
     "package.module:attribute".
     """
+    install()          # before the body's module is imported: threads it starts are seen
     if impl not in ("labs", "solutions"):
         path, _, attribute = impl.partition(":")
         body = getattr(importlib.import_module(path), attribute or name)
@@ -110,31 +112,48 @@ class GradedBody:
     def __call__(self, *args, **kwargs):
         if not dist.is_initialized():
             return self.body(*args, **kwargs)
-        again = None if self._probed or self.method.returns_requests or \
-            self.method.returns == "nothing" else _copy((args, kwargs), shift=1)
-        expected = self._reference_ops(args, kwargs)
+        again = _copy((args, kwargs), shift=1) if self._probes() else None
+        expected, refused = self._reference_ops(args, kwargs)
         with torch._C.DisableTorchFunctionSubclass():
             before = [_snapshot(a) for a in args]
         with record() as ops:
-            result = self.body(*args, **kwargs)
+            try:
+                result = self.body(*args, **kwargs)
+            except Exception as exc:
+                if refused:        # both refuse: no more data may move than the reference's
+                    self._raise_if(_moved_before_refusing(ops, expected, exc))
+                raise
+        # The reference refused what the body accepted: any route will do, no collective.
+        method = replace(self.method, compare="routing") if refused else self.method
         # The checks compare tensors: not through a Watched tensor's tracing (not compute).
         with torch._C.DisableTorchFunctionSubclass():
             problems = self._problems(ops, ops if expected is None else expected, args,
-                                      before, result)
+                                      before, result, method)
         if again is not None and not problems:
             problems = self._call_again(result, again)
-        if problems:       # the case is in the rank's status note: grade() names it
-            first, *more = dict.fromkeys(problems)
-            raise GradeFailure(first + (f" (and {len(more)} more problem(s))" if more else ""))
+        self._raise_if(problems)
         if not self.method.returns_requests:      # those results fill in after return
             with torch._C.DisableTorchFunctionSubclass():
                 self._earlier.append((result, _snapshot(result)))
         return result
 
+    def _probes(self) -> bool:
+        """Call the body again after this call? Every call that returns new tensors (a
+        buffer kept for some cases only shows in those cases), once a launch otherwise."""
+        if self.method.returns_requests or self.method.returns == "nothing":
+            return False
+        return self.method.returns in ("fresh", "any") or not self._probed
+
+    @staticmethod
+    def _raise_if(problems):
+        if problems:       # the case is in the rank's status note: grade() names it
+            first, *more = dict.fromkeys(problems)
+            raise GradeFailure(first + (f" (and {len(more)} more problem(s))" if more else ""))
+
     def _call_again(self, result, again) -> list[str]:
-        """Once per launch: call the body again on inputs of the same shapes and other values
-        (every rank does), and check that the first result is still what it was (not a
-        buffer the body keeps and reuses)."""
+        """Call the body again on inputs of the same shapes and other values (every rank
+        does), and check that the first result is still what it was (not a buffer the body
+        keeps and reuses)."""
         self._probed = True
         with torch._C.DisableTorchFunctionSubclass():
             values = _snapshot(result)
@@ -152,27 +171,31 @@ class GradedBody:
                 f"buffer (or list) you keep and reuse"]
 
     def _reference_ops(self, args, kwargs):
-        """The reference's record on copies of the arguments (None: the body IS the
-        reference). Its timeline events are dropped: the trace shows the body's calls."""
+        """(the reference's record on copies of the arguments, whether it raised): None if
+        the body IS the reference. Its timeline events are dropped: the trace shows the
+        body's calls. A contract that raises (checked_exchange on a mismatch, a ring given a
+        tensor it refuses) keeps what the reference did before raising."""
         if self.body is self.reference:
-            return None
+            return None, False
         copies = _copy((args, kwargs))
         start = len(tracing.TRACER.events)
-        try:
-            with record() as ops:
+        refused = False
+        with record() as ops:
+            try:
                 self.reference(*copies[0], **copies[1])
-        except Exception:  # noqa: BLE001 - a contract that raises (checked_exchange): the
-            return None    # body must raise too, and its own grader checks how
-        finally:
-            del tracing.TRACER.events[start:]
-        return ops
+            except Exception:  # noqa: BLE001 - the body must refuse too, or move no less
+                refused = True
+            finally:
+                del tracing.TRACER.events[start:]
+        return ops, refused
 
-    def _problems(self, ops, expected, args, before, result) -> list[str]:
+    def _problems(self, ops, expected, args, before, result, method) -> list[str]:
         rank, world_size = dist.get_rank(), dist.get_world_size()
-        method = self.method
         problems = [f"rank {rank} returned with {op.describe()} never waited for: wait() "
                     f"for every request before returning (a batch returns one per op)"
                     for op in ([] if method.returns_requests else outstanding(ops))]
+        if method.returns_requests:
+            problems += _request_problems(ops, result, rank, self.__name__)
         problems += [f"rank {rank} posted {op.describe()} and {op.changed_in_flight}: a "
                      f"buffer belongs to the transfer from post to wait"
                      for op in ops if op.changed_in_flight]
@@ -204,6 +227,40 @@ class GradedBody:
                                 f"call, not a buffer (or list) you keep and reuse")
                 break
         return problems
+
+
+def _moved_before_refusing(ops, expected, exc) -> list[str]:
+    """The body refused, as the reference does: did it move more data first?"""
+    def moving(record):
+        return [op for op in record if op.kind in ("send", "recv", "collective") and op.numel]
+    mine, theirs = moving(ops), moving(expected)
+    if len(mine) <= len(theirs):
+        return []
+    before = ", ".join(op.describe() for op in theirs) or "nothing"
+    return [f"rank {dist.get_rank()} raised {type(exc).__name__} only after "
+            f"{mine[len(theirs)].describe()}; refuse before that data moves (before refusing, "
+            f"the method posts {before})"]
+
+
+def _request_problems(ops, result, rank, name) -> list[str]:
+    """An exercise that hands its requests to the caller: none waited inside, and the Work
+    of every op still in flight among those it returns."""
+    waited = [op for op in ops if op.returned_work and op.waited]
+    if waited:
+        return [f"rank {rank} waited for {waited[0].describe()} inside {name}; hand back "
+                f"every request unwaited: the caller computes while they travel, then waits"]
+    handed = {id(getattr(w, "_work", w)) for w in _flat(result)}
+    kept = [op for op in outstanding(ops) if op.work_id not in handed]
+    if kept:
+        return [f"rank {rank} returned without the request of {kept[0].describe()}: hand "
+                f"back every Work the batch returns, so that the caller waits for each"]
+    return []
+
+
+def _flat(x) -> list:
+    if isinstance(x, (list, tuple)):
+        return [y for item in x for y in _flat(item)]
+    return [x]
 
 
 def _parameter_names(fn, n) -> list[str]:

@@ -17,6 +17,7 @@ time it checks that nobody changed a buffer while it was in flight.
 from __future__ import annotations
 
 import contextlib
+import threading
 from dataclasses import dataclass, field
 
 import torch
@@ -56,6 +57,7 @@ class Op:
     returned_work: bool = False   # it handed back a Work the caller must wait for
     waited: bool = False
     changed_in_flight: str = ""   # how a buffer changed between post and wait, if it did
+    work_id: int | None = None    # id() of the Work it handed back, if any
 
     def describe(self) -> str:
         size = f"{self.numel} x {self.dtype}"
@@ -159,6 +161,7 @@ class _Recorder(TorchDispatchMode):
 
 
 def _watch(work, op, args):
+    op.work_id = id(work)
     flight = _InFlight(op)
     tensors = _tensors(args[0])
     if op.kind == "send":
@@ -202,10 +205,29 @@ def _is_completed(self):
     return completed
 
 
+_original_start = threading.Thread.start
+
+
+def _start(self, *args, **kwargs):
+    """A dispatch mode is per thread: every thread started once the record is installed
+    (a helper thread or a pool of the body's own, whenever made) records into the open
+    records too, or its communication would go unseen."""
+    if not getattr(self, "_recorded", False):
+        run, self._recorded = self.run, True
+
+        def recorded_run():
+            with _Recorder():
+                run()
+        self.run = recorded_run
+    return _original_start(self, *args, **kwargs)
+
+
 def install() -> None:
-    """Patch Work.wait and Work.is_completed (idempotent). Free until a record is open."""
+    """Patch Work.wait, Work.is_completed and Thread.start (idempotent). Free until a
+    record is open."""
     c10d_C.Work.wait = _wait
     c10d_C.Work.is_completed = _is_completed
+    threading.Thread.start = _start
 
 
 @contextlib.contextmanager
