@@ -13,6 +13,9 @@ CASES = [((10,), torch.float32), ((3, 4), torch.int64), ((), torch.float64),
          ((100_000,), torch.float32)]
 # checked_exchange: what the odd rank of each pair passes, next to the even rank's tensor.
 CHECKED = ["same", "same int64", "one element more", "float64", "transposed shape"]
+# Every rank has a partner of the other parity: even world sizes, up to 8 (a body may
+# branch on the world size).
+PAIRED_WORLD_SIZES = [2, 4, 6, 8]
 
 
 def _pairings(rank, world_size):
@@ -61,7 +64,7 @@ def _check_exchanges(results, world_size, name):
                         what=f"{what} (expected rank {peer}'s tensor)")
 
 
-@pytest.mark.parametrize("world_size", [4])
+@pytest.mark.parametrize("world_size", PAIRED_WORLD_SIZES)
 def test_exchange_batched(impl, world_size):
     results = grade(exchange_worker, world_size, args=(impl, "exchange_batched"),
                     what="exchange_batched")
@@ -72,7 +75,7 @@ def test_exchange_batched(impl, world_size):
                             expected="the send and the receive")
 
 
-@pytest.mark.parametrize("world_size", [4])
+@pytest.mark.parametrize("world_size", PAIRED_WORLD_SIZES)
 def test_exchange_parity_ordered(impl, world_size):
     results = grade(exchange_worker, world_size, args=(impl, "exchange_parity_ordered"),
                     what="exchange_parity_ordered")
@@ -88,7 +91,7 @@ def test_exchange_parity_ordered(impl, world_size):
                 f"in every exchange")
 
 
-@pytest.mark.parametrize("world_size", [4])
+@pytest.mark.parametrize("world_size", PAIRED_WORLD_SIZES)
 def test_checked_exchange(impl, world_size):
     results = grade(checked_worker, world_size, args=(impl,), what="checked_exchange")
     for rank in range(world_size):

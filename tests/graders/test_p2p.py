@@ -37,7 +37,7 @@ def pass_token_worker(rank, world_size, impl):
             for i, (shape, dtype) in enumerate(CASES)]
 
 
-@pytest.mark.parametrize("world_size", [2, 3])
+@pytest.mark.parametrize("world_size", [2, 3, 4, 5, 6, 7, 8])
 def test_ping_pong(impl, world_size):
     rounds = 3
     results = grade(ping_pong_worker, world_size, args=(impl, rounds), what="ping_pong")
@@ -154,7 +154,7 @@ def _check_rank_0(got, start, rounds, what):
                            f"got {seconds!r}")
 
 
-@pytest.mark.parametrize("world_size", [1, 2, 3, 4])
+@pytest.mark.parametrize("world_size", [1, 2, 3, 4, 5, 6, 7, 8])
 def test_pass_token(impl, world_size):
     results = grade(pass_token_worker, world_size, args=(impl,), what="pass_token")
     check_p2p_only(results.trace, "pass_token", builds="the token ring")

@@ -41,7 +41,7 @@ def pipeline_grader_worker(rank, world_size, impl):
 
 
 @pytest.mark.grades("send_forward_recv_backward", "send_backward_recv_forward")
-@pytest.mark.parametrize("world_size", [2, 4])
+@pytest.mark.parametrize("world_size", [2, 3, 4, 5, 6, 7, 8])
 def test_pipeline_1f1b_matches_unsplit_model(impl, world_size):
     what = f"1F1B pipeline step with {EXCHANGE} ({world_size} stages)"
     results = grade(pipeline_grader_worker, world_size, args=(impl,), what=what)
@@ -83,7 +83,7 @@ def rotate_grader_worker(rank, world_size, impl):
             "attention": ring_attention(q, kb, vb, rotate=rotate_kv)}
 
 
-@pytest.mark.parametrize("world_size", [2, 3, 4])
+@pytest.mark.parametrize("world_size", [2, 3, 4, 5, 6, 7, 8])
 def test_rotate_kv(impl, world_size):
     what = f"rotate_kv on {world_size} ranks"
     results = grade(rotate_grader_worker, world_size, args=(impl,), what=what)

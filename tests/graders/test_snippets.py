@@ -74,7 +74,7 @@ def check_sent_to_everyone(events, what, rank, world_size, numel):
                                f"receives theirs")
 
 
-@pytest.mark.parametrize("world_size", [1, 2, 3, 4])
+@pytest.mark.parametrize("world_size", [1, 2, 3, 4, 5, 6, 7, 8])
 def test_fixed_average_gradients(impl, world_size):
     results = grade(average_worker, world_size, args=(impl,), timeout=10, what=WHAT)
     for rank, records in enumerate(results):

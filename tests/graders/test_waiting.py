@@ -47,7 +47,7 @@ def overlapped_step_worker(rank, world_size, impl):
     return out
 
 
-@pytest.mark.parametrize("world_size", [2, 3])
+@pytest.mark.parametrize("world_size", [2, 3, 4, 5, 6, 7, 8])
 def test_safe_ring_shift(impl, world_size):
     results = grade(safe_ring_shift_worker, world_size, args=(impl,), what="safe_ring_shift")
     for i, (shape, dtype) in enumerate(SHIFT_CASES):
@@ -63,7 +63,7 @@ def test_safe_ring_shift(impl, world_size):
                         what=f"{what} (expected rank {prev}'s tensor)")
 
 
-@pytest.mark.parametrize("world_size", [2, 3])
+@pytest.mark.parametrize("world_size", [2, 3, 4, 5, 6, 7, 8])
 def test_overlapped_step(impl, world_size):
     results = grade(overlapped_step_worker, world_size, args=(impl,), what="overlapped_step")
     for i, (n, k, m, dtype) in enumerate(STEP_CASES):

@@ -142,16 +142,26 @@ def _compare_counts(got, expected, *, rank, verb, does, prep, why) -> list[str]:
     return []
 
 
+def _totals(messages) -> Counter:
+    """{(peer, dtype): elements} of {peer: [(numel, dtype), ...]}."""
+    totals: Counter = Counter()
+    for peer, sent in messages.items():
+        for n, d in sent:
+            totals[peer, d] += n
+    return totals
+
+
 def _counts_floor(got, expected, *, rank, verb, prep, why) -> list[str]:
     """compare="counts" bounds messages from above; the data must also travel: with each
-    peer, at least the reference's elements, less one per message (the tensor may be cut
-    elsewhere; a chunk differs by at most an element)."""
-    for peer in sorted(expected, key=lambda p: (p is None, p)):
-        total = sum(n for n, _ in got.get(peer, []))
-        reference = sum(n for n, _ in expected[peer])
-        if total < reference - len(expected[peer]):
-            return [f"rank {rank} {verb} {total} elements {prep} {_peer(peer)} in all; the "
-                    f"method moves {reference}: {why}"]
+    peer, in each dtype, at least the reference's elements, less one per message (the
+    tensor may be cut elsewhere; a chunk differs by at most an element)."""
+    mine = _totals(got)
+    for (peer, dtype), reference in sorted(_totals(expected).items(),
+                                           key=lambda item: (item[0][0] is None, item[0])):
+        slack = sum(1 for _, d in expected[peer] if d == dtype)
+        if mine[peer, dtype] < reference - slack:
+            return [f"rank {rank} {verb} {mine[peer, dtype]} {dtype} elements {prep} "
+                    f"{_peer(peer)} in all; the method moves {reference}: {why}"]
     return []
 
 
@@ -172,12 +182,15 @@ def _routing_floor(mine, reference, *, rank, why) -> list[str]:
 
 
 def _compare_volume(got, expected, *, rank, verb, prep, why) -> list[str]:
-    """compare="volume": the same number of elements with each peer, however split."""
-    for peer in sorted(expected):
-        total, reference = (sum(n for n, _ in got[peer]), sum(n for n, _ in expected[peer]))
-        if total != reference:
-            return [f"rank {rank} {verb} {total} elements {prep} {_peer(peer)} in all; the "
-                    f"method moves {reference}: {why}"]
+    """compare="volume": the same number of elements with each peer in each dtype, however
+    split (a float64 gradient sent as float32 is not the same data)."""
+    mine, theirs = _totals(got), _totals(expected)
+    for peer, dtype in sorted(set(mine) | set(theirs), key=lambda k: (k[0] is None, k)):
+        if mine[peer, dtype] != theirs[peer, dtype]:
+            moves = " and ".join(f"{n} {d}" for (p, d), n in sorted(theirs.items()) if p == peer)
+            return [f"rank {rank} {verb} {mine[peer, dtype]} {dtype} elements {prep} "
+                    f"{_peer(peer)} in all; the method moves {moves or 'nothing'} elements, "
+                    f"each in its own dtype: {why}"]
     return []
 
 
