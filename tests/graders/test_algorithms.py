@@ -21,6 +21,10 @@ WORLD_SIZES = [1, 2, 3, 4, 5, 6, 7, 8]
 BF16_U = 2.0 ** -8     # bfloat16's rounding unit: n additions stay within n*u*sum|x|
 
 
+# A large tensor too (4 MiB of float32): a body may keep the method for small ones only.
+LARGE_CASE = ("float32", ((1 << 20) + 3,))
+
+
 def method_case(world_size):
     """The case whose trace is checked: more elements than ranks, an odd count."""
     return ("float32", (1000 * world_size + 3,))
@@ -183,7 +187,7 @@ def grade_tree_broadcast(impl, world_size):
 
 
 def grade_all_reduce(impl, name, world_size):
-    cases = CASES + [method_case(world_size)]
+    cases = CASES + [LARGE_CASE, method_case(world_size)]
     results = grade(all_reduce_worker, world_size, args=(impl, name, cases),
                     what=name)
     failures = []

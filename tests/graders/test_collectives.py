@@ -16,10 +16,10 @@ from labs.harness.grading import (GradeFailure, call, check_batched, check_close
                                   p2p_ops, seeded)
 
 DTYPES = ("float32", "bfloat16", "int64")
-SHAPES = ((1,), (5,), (6, 2), (1000,))   # even and uneven splits for W = 1..4
+SHAPES = ((1,), (5,), (6, 2), (1000,), (1 << 18,))   # even and uneven splits; a large one
 WORLD_SIZES = [1, 2, 3, 4, 5, 6, 7, 8]
 # From 5 ranks on, every dtype and root, with fewer shapes: one tiny, one large.
-LARGE_WORLD_SHAPES = ((5,), (1000,))
+LARGE_WORLD_SHAPES = ((5,), (1 << 18,))
 
 
 @pytest.mark.parametrize("world_size", WORLD_SIZES)

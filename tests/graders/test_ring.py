@@ -17,7 +17,10 @@ from labs.harness.grading import (GradeFailure, call, check_close, check_message
 from labs.ring import DTYPES, chunk_bounds
 
 SHAPES = [(), (0,), (1,), (2,), (3,), (7,), (3, 5), (2, 3, 4), (1, 1, 13), (257,), (4099,)]
-CASES = [(dtype, shape) for dtype in DTYPES for shape in SHAPES]
+# A large tensor too (4 MiB of float32): a body may keep the ring for small ones only.
+LARGE = ((1 << 20) + 3,)
+CASES = [(dtype, shape) for dtype in DTYPES for shape in SHAPES] + [
+    ("float32", LARGE), ("bfloat16", LARGE)]
 # The pipelined ring also gets small segments: many per chunk, down to one element each.
 PIPELINE_CASES = [(d, s, None) for d, s in CASES] + [
     (d, s, 12) for d, s in CASES if 0 < torch.Size(s).numel() <= 64] + [
@@ -25,7 +28,7 @@ PIPELINE_CASES = [(d, s, None) for d, s in CASES] + [
     ("bfloat16", (4099,), 1000), ("float64", (257,), 100)]
 WORLD_SIZES = [1, 2, 3, 4, 5, 6, 7, 8]
 # From 5 ranks on, every dtype with fewer shapes: empty, fewer elements than ranks, uneven.
-LARGE_WORLD_SHAPES = [(0,), (3,), (2, 3, 4), (257,)]
+LARGE_WORLD_SHAPES = [(0,), (3,), (2, 3, 4), (257,), LARGE]
 
 
 def for_world(cases, world_size):

@@ -185,9 +185,10 @@ def _compare_volume(got, expected, *, rank, verb, prep, why) -> list[str]:
     """compare="volume": the same number of elements with each peer in each dtype, however
     split (a float64 gradient sent as float32 is not the same data)."""
     mine, theirs = _totals(got), _totals(expected)
-    for peer, dtype in sorted(set(mine) | set(theirs), key=lambda k: (k[0] is None, k)):
+    for peer, dtype in sorted(set(mine) | set(theirs), key=str):
         if mine[peer, dtype] != theirs[peer, dtype]:
-            moves = " and ".join(f"{n} {d}" for (p, d), n in sorted(theirs.items()) if p == peer)
+            moves = " and ".join(f"{n} {d}" for (p, d), n in sorted(theirs.items(), key=str)
+                                 if p == peer)
             return [f"rank {rank} {verb} {mine[peer, dtype]} {dtype} elements {prep} "
                     f"{_peer(peer)} in all; the method moves {moves or 'nothing'} elements, "
                     f"each in its own dtype: {why}"]
