@@ -11,8 +11,8 @@ import torch
 
 from labs.harness.grading import GradeFailure, call, check_messages, check_overlap
 from labs.harness.tracing import Event
-from tests.graders import (test_batching, test_collectives, test_deadlocks, test_gradients,
-                           test_p2p, test_patterns, test_ring, test_waiting)
+from tests.graders import (test_algorithms, test_batching, test_collectives, test_deadlocks,
+                           test_gradients, test_p2p, test_patterns, test_ring, test_waiting)
 
 BODIES = "tests.graders.bodies"
 HUNG = "hung (world_size="
@@ -174,6 +174,36 @@ RIGHT = [
      "patterns:exchange_parity_nonblocking"),
     (test_patterns.test_rotate_kv, 3, "patterns:rotate_receives_first_tagged"),
 ]
+OTHER = "others:"      # second round: tests/graders/bodies/others.py
+RIGHT += [
+    (test_p2p.test_ping_pong, 3, OTHER + "ping_pong_zeros_like_isend"),
+    (test_p2p.test_ping_pong_replies_are_what_arrived, 2, OTHER + "ping_pong_zeros_like_isend"),
+    (test_p2p.test_pass_token, 5, OTHER + "pass_token_tagged_world_group"),
+    (test_batching.test_exchange_with_neighbours, 3, OTHER + "neighbours_staged_group_peer"),
+    (test_batching.test_ring_shift, 4, OTHER + "ring_shift_normalised_isend"),
+    (test_batching.test_all_pairs_exchange, 3, OTHER + "all_pairs_receives_first_monitored"),
+    (test_waiting.test_safe_ring_shift, 3, OTHER + "shift_monitored_barrier_reverse_waits"),
+    (test_waiting.test_overlapped_step, 3, OTHER + "step_einsum_tagged"),
+    (test_deadlocks.test_exchange_batched, 4, OTHER + "batched_tagged_reverse"),
+    (test_deadlocks.test_exchange_parity_ordered, 4, OTHER + "parity_world_group"),
+    (test_deadlocks.test_checked_exchange, 4, OTHER + "checked_two_by_three"),
+    (test_ring.test_ring_reduce_scatter, 3, OTHER + "rs_on_data_tagged"),
+    (test_ring.test_ring_all_reduce, 3, OTHER + "ring_two_phases_own_buffers"),
+    (test_ring.test_pipelined_ring_all_reduce, 3, OTHER + "pipelined_with_barriers"),
+    (test_gradients.test_average_gradients_all_to_all, 3, OTHER + "a2a_receives_first_per_param"),
+    (test_gradients.test_average_gradients_ring, 3, OTHER + "ring_avg_flatten_dense"),
+    (test_gradients.test_average_gradients_ring, 3, OTHER + "ring_avg_aliased"),
+    (test_gradients.test_average_gradients_bucketed, 3, OTHER + "bucketed_with_barrier"),
+    (test_collectives.test_p2p_broadcast, 4, OTHER + "broadcast_chain"),
+    (test_collectives.test_p2p_gather, 3, OTHER + "gather_receives_in_reverse"),
+    (test_collectives.test_p2p_all_gather, 3, OTHER + "all_gather_with_barrier"),
+    (test_collectives.test_p2p_all_to_all, 3, OTHER + "all_to_all_descending"),
+    (test_patterns.test_neighbour_exchange_head_to_head, "int64", OTHER + "forward_tagged_detached"),
+    (test_patterns.test_rotate_kv, 3, OTHER + "rotate_v_first"),
+    (test_algorithms.test_tree_broadcast, 6, OTHER + "tree_batched"),
+    (test_algorithms.test_recursive_doubling_all_reduce, 6, OTHER + "doubling_isend_irecv"),
+    (test_algorithms.test_halving_doubling_all_reduce, 5, OTHER + "halving_with_barrier"),
+]
 
 GRADERS = list(dict.fromkeys((grader, arg) for grader, arg, *_ in WRONG + RIGHT))
 
@@ -208,8 +238,8 @@ def test_every_grader_fails_on_its_stub(grader):
 def test_every_exercise_grader_is_tested_here():
     """A new grader test in one of these files gets a wrong and a right body above."""
     tested = {g for g, _ in GRADERS}
-    for module in (test_batching, test_collectives, test_deadlocks, test_gradients, test_p2p,
-                   test_patterns, test_ring, test_waiting):
+    for module in (test_algorithms, test_batching, test_collectives, test_deadlocks,
+                   test_gradients, test_p2p, test_patterns, test_ring, test_waiting):
         found = {f for name, f in vars(module).items() if name.startswith("test_")}
         assert found <= tested, f"untested graders: {sorted(f.__name__ for f in found - tested)}"
 
