@@ -204,6 +204,11 @@ class GradedBody:
         problems += [f"rank {rank} changed its argument `{names[i]}`; the contract lets it "
                      f"only read it" for i, (a, b) in enumerate(zip(args, before))
                      if i not in method.writes and not _unchanged(a, b)]
+        # A module the contract writes has its gradients written, never its parameters.
+        problems += [f"rank {rank} changed the parameters of `{names[i]}`; the contract "
+                     f"replaces their .grad only" for i, (a, b) in enumerate(zip(args, before))
+                     if i in method.writes and isinstance(a, torch.nn.Module)
+                     and not _unchanged(a, b)]
         problems += self._result_problems(result, args, rank)
         return problems
 

@@ -26,6 +26,8 @@ import torch._C._distributed_c10d as c10d_C
 import torch.distributed as dist
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from labs.harness import tracing
+
 # Ops that move no data: recorded, never counted as a collective that replaces the sends.
 SYNC_ONLY = frozenset({"barrier", "monitored_barrier_"})
 SENDS = frozenset({"send", "isend"})                       # c10d / _c10d_functional names
@@ -75,6 +77,7 @@ class _InFlight:
     op: Op
     sent: list = field(default_factory=list)       # (tensor, its values at post)
     received: list = field(default_factory=list)   # (tensor, its version at post)
+    event: object = None        # its timeline event, if the record put it there
 
 
 _ACTIVE: list[list[Op]] = []          # the records being filled (nested: outermost first)
@@ -137,11 +140,13 @@ _INPUT_SECOND = {"allgather_", "_allgather_base_", "allgather_coalesced_",
 class _Recorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        if func.namespace not in ("c10d", "_c10d_functional", "_c10d_functional_autograd"):
+        if not _ACTIVE or func.namespace not in ("c10d", "_c10d_functional",
+                                                 "_c10d_functional_autograd"):
             return out
         found = _classify(func._opname, args)
         if found is None:
             return out
+        untraced = not tracing.TRACER._depth()     # no course wrapper saw this call
         for op in found if isinstance(found, list) else [found]:
             for ops in _ACTIVE:
                 op.seq = len(ops)
@@ -149,21 +154,38 @@ class _Recorder(TorchDispatchMode):
         if isinstance(found, list):        # functional batch: waited through its tensors
             for op in found:
                 op.waited = True
+                if untraced:
+                    _trace(op, blocking=True)
             return out
         op = found
         works = [o for o in (out if isinstance(out, tuple) else (out,))
                  if isinstance(o, torch.ScriptObject)]
+        event = _trace(op, blocking=not works) if untraced else None
         if works:
             op.returned_work = True
-            _watch(c10d_C.Work.unbox(works[0]), op, args)
+            _watch(c10d_C.Work.unbox(works[0]), op, args, event)
         elif func.namespace != "c10d":
             op.returned_work, op.waited = False, True   # functional: waited through its tensor
         return out
 
 
-def _watch(work, op, args):
+def _trace(op, blocking):
+    """Put an op no course wrapper saw (the process group's own methods, a functional
+    collective) on the timeline too, outside any batch: the graders' checks of the trace
+    (one batch, point-to-point only, overlap) see every door, not only dist.*."""
+    name = op.name
+    if op.kind in ("send", "recv"):
+        name = ("" if blocking else "i") + op.kind
+    event = tracing.TRACER._new(name, peer=op.peer, tag=op.tag, blocking=blocking)
+    event.numel, event.dtype = op.numel, op.dtype
+    if blocking:
+        event.t_done = time.perf_counter()
+    return event
+
+
+def _watch(work, op, args, event=None):
     op.work_id = id(work)
-    flight = _InFlight(op)
+    flight = _InFlight(op, event=event)
     tensors = _tensors(args[0])
     if op.kind == "send":
         flight.sent = [(t, t.detach().clone()) for t in tensors]
@@ -181,6 +203,8 @@ def _done(work):
         return
     flight = entry[1]
     flight.op.waited = True
+    if flight.event is not None and flight.event.t_done is None:
+        flight.event.t_done = time.perf_counter()
     for tensor, before in flight.sent:
         if not torch.equal(tensor.detach(), before):
             flight.op.changed_in_flight = "its send buffer was written before the send was waited"
