@@ -12,7 +12,8 @@ import torch
 from labs.harness.grading import GradeFailure, call, check_messages, check_overlap
 from labs.harness.tracing import Event
 from tests.graders import (test_algorithms, test_batching, test_collectives, test_deadlocks,
-                           test_gradients, test_p2p, test_patterns, test_ring, test_waiting)
+                           test_gradients, test_p2p, test_patterns, test_ring, test_snippets,
+                           test_waiting)
 
 BODIES = "tests.graders.bodies"
 HUNG = "hung (world_size="
@@ -203,6 +204,7 @@ RIGHT += [
     (test_algorithms.test_tree_broadcast, 6, OTHER + "tree_batched"),
     (test_algorithms.test_recursive_doubling_all_reduce, 6, OTHER + "doubling_isend_irecv"),
     (test_algorithms.test_halving_doubling_all_reduce, 5, OTHER + "halving_with_barrier"),
+    (test_snippets.test_fixed_average_gradients, 3, OTHER + "fixed_flat_receives_first"),
 ]
 
 GRADERS = list(dict.fromkeys((grader, arg) for grader, arg, *_ in WRONG + RIGHT))
