@@ -88,7 +88,9 @@ def differences(mine: list[Op], reference: list[Op], method: Method, *, rank: in
         found.append(f"rank {rank} never called {', '.join(sorted(missing))} ({why})")
     if method.compare == "routing":
         return found + (_compare_dtypes(mine, reference, rank=rank) or
-                        _routing_floor(mine, reference, rank=rank, why=why))
+                        _routing_floor(mine, reference, rank=rank, why=why) or
+                        _routing_roles(mine, reference, rank=rank, world_size=world_size,
+                                       why=why))
     for kind, verb, prep in (("send", "sent", "to"), ("recv", "received", "from")):
         does = "sends" if kind == "send" else "receives"
         got, expected = _messages(mine, kind), _messages(reference, kind)
@@ -178,6 +180,22 @@ def _routing_floor(mine, reference, *, rank, why) -> list[str]:
     if total(reference, "send") and not total(mine, "send"):
         return [f"rank {rank} sent nothing; in this method it sends "
                 f"{total(reference, 'send')} elements: {why}"]
+    return []
+
+
+def _routing_roles(mine, reference, *, rank, world_size, why) -> list[str]:
+    """compare="routing": the root keeps its role, whatever the route. A rank that in the
+    reference only receives, from every other rank (a gather's dst), sends nothing; one
+    that only sends, to every other rank (a broadcast's src), receives nothing."""
+    def peers(ops, kind):
+        return {op.peer for op in ops if op.kind == kind and op.numel}
+    others = world_size - 1
+    for kind, opposite, role in (("send", "recv", "sends to"), ("recv", "send", "receives from")):
+        if len(peers(reference, kind)) == others and not peers(reference, opposite):
+            wrong = [op for op in mine if op.kind == opposite and op.numel]
+            if wrong:
+                return [f"rank {rank} posted {wrong[0].describe()}; in this method it only "
+                        f"{role} the other ranks, whatever the route: {why}"]
     return []
 
 

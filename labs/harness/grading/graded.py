@@ -195,7 +195,7 @@ class GradedBody:
                     f"for every request before returning (a batch returns one per op)"
                     for op in ([] if method.returns_requests else outstanding(ops))]
         if method.returns_requests:
-            problems += _request_problems(ops, result, rank, self.__name__)
+            problems += _request_problems(ops, result, rank, self.name)
         problems += [f"rank {rank} posted {op.describe()} and {op.changed_in_flight}: a "
                      f"buffer belongs to the transfer from post to wait"
                      for op in ops if op.changed_in_flight]
@@ -263,6 +263,8 @@ def _request_problems(ops, result, rank, name) -> list[str]:
 
 
 def _flat(x) -> list:
+    if isinstance(x, dict):
+        return _flat(list(x.values()))
     if isinstance(x, (list, tuple)):
         return [y for item in x for y in _flat(item)]
     return [x]

@@ -183,6 +183,16 @@ def _trace(op, blocking):
     return event
 
 
+def _trace_wait(event, waited):
+    if waited:
+        wait = tracing.TRACER._new("wait", blocking=True, label=event.describe())
+        wait.peer, wait.tag, wait.numel, wait.dtype = (event.peer, event.tag, event.numel,
+                                                       event.dtype)
+        wait.waits_for, wait.t_done = event.seq, time.perf_counter()
+    if event.t_done is None:
+        event.t_done = time.perf_counter()
+
+
 def _watch(work, op, args, event=None):
     op.work_id = id(work)
     flight = _InFlight(op, event=event)
@@ -196,15 +206,15 @@ def _watch(work, op, args, event=None):
     _WORKS[id(work)] = (work, flight)
 
 
-def _done(work):
+def _done(work, waited=False):
     _POLLED.pop(id(work), None)
     entry = _WORKS.pop(id(work), None)
     if entry is None or entry[0] is not work:
         return
     flight = entry[1]
     flight.op.waited = True
-    if flight.event is not None and flight.event.t_done is None:
-        flight.event.t_done = time.perf_counter()
+    if flight.event is not None:       # an op the record put on the timeline: its wait too
+        _trace_wait(flight.event, waited)
     for tensor, before in flight.sent:
         if not torch.equal(tensor.detach(), before):
             flight.op.changed_in_flight = "its send buffer was written before the send was waited"
@@ -220,7 +230,7 @@ _original_is_completed = c10d_C.Work.is_completed
 
 def _wait(self, *args, **kwargs):
     result = _original_wait(self, *args, **kwargs)
-    _done(self)
+    _done(self, waited=True)
     return result
 
 
