@@ -145,16 +145,16 @@ WRONG += [
      "changed what an earlier call returned"),
 ]
 
-# Second round (tests/graders/bodies/unlisted2.py, unlisted3.py, unlisted4.py): other doors,
+# Second round (tests/graders/bodies/unlisted2.py to unlisted5.py): other doors,
 # data that must travel, world sizes beyond 4, large tensors, requests handed back, probes,
 # refusals, roots, parameters.
-U2, U3, U4 = "unlisted2:", "unlisted3:", "unlisted4:"
+U2, U3, U4, U5 = "unlisted2:", "unlisted3:", "unlisted4:", "unlisted5:"
 FLOOR = "in all; the method moves"
 ROOT = "whatever the route"
 WRONG += [
     (test_ring.test_ring_all_reduce, 3, U2 + "ring_thread_pg_allreduce", BUILTIN),
     (test_ring.test_ring_reduce_scatter, 3, U2 + "rs_thread_all_reduce", BUILTIN),
-    (test_collectives.test_p2p_broadcast, 3, U2 + "broadcast_thread", ("is wrong", BUILTIN)),
+    (test_collectives.test_p2p_broadcast, 3, U2 + "broadcast_thread", BUILTIN),
     (test_waiting.test_safe_ring_shift, 3, U2 + "shift_thread_all_to_all", BUILTIN),
     (test_ring.test_ring_all_reduce, 3, U2 + "ring_via_store", FLOOR),
     (test_collectives.test_p2p_broadcast, 3, U2 + "broadcast_via_store", "sent nothing"),
@@ -227,6 +227,19 @@ WRONG += [
     (test_collectives.test_p2p_gather, 3, U4 + "gather_flood", ROOT),
     (test_collectives.test_p2p_broadcast, 3, U4 + "broadcast_echo", ROOT),
     (test_waiting.test_overlapped_step, 2, U4 + "step_pg_waits_first", "before computing"),
+    (test_ring.test_pipelined_ring_all_reduce, 3, U5 + "pipelined_plain_ring_for_integers",
+     SIZES),
+    (test_patterns.test_neighbour_exchange_head_to_head, "float32",
+     U5 + "backward_receives_into_grad", "changed its argument `input_grad`"),
+    (test_batching.test_exchange_with_neighbours, 3, U5 + "neighbours_right_twice",
+     "the method sends 1"),
+    (test_waiting.test_overlapped_step, 2, U5 + "step_dummy_compute_in_flight",
+     "before posting"),
+    (test_batching.test_all_pairs_exchange, 3, U5 + "all_pairs_lengths_as_float",
+     "1 x int64"),
+    (test_snippets.test_fixed_average_gradients, 3, U5 + "fixed_average_barrier_not_wait",
+     "never waited for"),
+    (test_algorithms.test_tree_broadcast, 4, U5 + "tree_chain", "a binomial tree needs"),
 ]
 
 # (grader, world sizes, a correct body in another style than solutions/)

@@ -61,7 +61,7 @@ def rs_thread_all_reduce(tensor):
 
 def broadcast_thread(tensor, src):
     """p2p_broadcast through the built-in broadcast, in a helper thread."""
-    _in_thread(lambda: _pg().broadcast([tensor], src).wait())
+    _in_thread(lambda: dist.broadcast(tensor, src))
     return tensor
 
 
@@ -162,7 +162,7 @@ def shift_cached_when_large(tensor):
     if tensor.numel() < 50_000:
         return reference_shift(tensor)
     rank, n, nxt, prev = _ring()
-    received = _BIG.setdefault(tensor.dtype, torch.empty(1 << 17, dtype=tensor.dtype))
+    received = _BIG.setdefault(tensor.dtype, torch.empty(1 << 21, dtype=tensor.dtype))
     received = received[:tensor.numel()].view(tensor.shape)
     for work in dist.batch_isend_irecv([dist.P2POp(dist.isend, tensor, nxt),
                                         dist.P2POp(dist.irecv, received, prev)]):
