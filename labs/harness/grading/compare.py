@@ -154,32 +154,32 @@ def _totals(messages) -> Counter:
 
 
 def _counts_floor(got, expected, *, rank, verb, prep, why) -> list[str]:
-    """compare="counts" bounds messages from above; the data must also travel: with each
-    peer, in each dtype, at least the reference's elements, less one per message (the
-    tensor may be cut elsewhere; a chunk differs by at most an element)."""
-    mine = _totals(got)
-    for (peer, dtype), reference in sorted(_totals(expected).items(),
-                                           key=lambda item: (item[0][0] is None, item[0])):
-        slack = sum(1 for _, d in expected[peer] if d == dtype)
-        if mine[peer, dtype] < reference - slack:
-            return [f"rank {rank} {verb} {mine[peer, dtype]} {dtype} elements {prep} "
-                    f"{_peer(peer)} in all; the method moves {reference}: {why}"]
+    """compare="counts" bounds messages from above; the data must also travel: in each
+    dtype, at least the reference's elements in all, less one per message (the tensor may
+    be cut elsewhere, and which partner gets which part may differ: another halving order)."""
+    mine, theirs = Counter(), Counter()
+    for (_, dtype), n in _totals(got).items():
+        mine[dtype] += n
+    for (_, dtype), n in _totals(expected).items():
+        theirs[dtype] += n
+    for dtype, reference in sorted(theirs.items()):
+        slack = sum(1 for sent in expected.values() for _, d in sent if d == dtype)
+        if mine[dtype] < reference - slack:
+            where = ", ".join(_peer(p) for p in sorted(expected, key=lambda p: (p is None, p)))
+            return [f"rank {rank} {verb} {mine[dtype]} {dtype} elements in all ({prep} "
+                    f"{where}); the method moves {reference}: {why}"]
     return []
 
 
 def _routing_floor(mine, reference, *, rank, why) -> list[str]:
     """compare="routing" leaves the route free, not the arrival: a rank receives at least
-    what it receives in the reference (a tree or a chain delivers the same data), and a
-    rank that sends in the reference sends something."""
-    def total(ops, kind):
-        return sum(op.numel for op in ops if op.kind == kind)
-    got, wanted = total(mine, "recv"), total(reference, "recv")
-    if got < wanted:
-        return [f"rank {rank} received {got} elements in all; in this method it receives "
-                f"{wanted}: {why}"]
-    if total(reference, "send") and not total(mine, "send"):
-        return [f"rank {rank} sent nothing; in this method it sends "
-                f"{total(reference, 'send')} elements: {why}"]
+    what it receives in the reference (any tree or chain delivers the same data to each
+    rank; which ranks forward it depends on the tree)."""
+    def total(ops):
+        return sum(op.numel for op in ops if op.kind == "recv")
+    if total(mine) < total(reference):
+        return [f"rank {rank} received {total(mine)} elements in all; in this method it "
+                f"receives {total(reference)}: {why}"]
     return []
 
 
