@@ -12,7 +12,7 @@ import torch
 from labs.harness.grading import GradeFailure, call, check_messages, check_overlap
 from labs.harness.tracing import Event
 from tests.graders import (test_algorithms, test_batching, test_collectives, test_deadlocks,
-                           test_gradients, test_p2p, test_patterns, test_ring, test_snippets,
+                           test_gradients, test_jobs, test_p2p, test_patterns, test_ring, test_snippets,
                            test_waiting)
 
 BODIES = "tests.graders.bodies"
@@ -322,6 +322,14 @@ def test_a_wrong_body_fails_saying_why(grader, arg, body, message):
         grader(f"{BODIES}.{body}", arg)
     if message == HUNG:     # a deadlock is reported within seconds, not minutes
         assert time.perf_counter() - started < 30
+
+
+@pytest.mark.parametrize("body", ["ring_job_pg_allreduce", "ring_job_functional"])
+def test_ring_job_grader_sees_every_door(body, tmp_path):
+    """Lesson 11's job runs under torchrun, outside the launcher: its sum through the
+    process group's own method or a functional collective is still a collective."""
+    with pytest.raises(GradeFailure, match="the trace shows all_reduce"):
+        test_jobs.test_ring_job(f"{BODIES}.unlisted6:{body}", tmp_path)
 
 
 @pytest.mark.parametrize("grader, arg, body", RIGHT, ids=map(_id, RIGHT))
