@@ -305,6 +305,7 @@ RIGHT += [
     (test_algorithms.test_halving_doubling_all_reduce, 5, OTHER + "halving_with_barrier"),
     (test_snippets.test_fixed_average_gradients, 3, OTHER + "fixed_flat_receives_first"),
     (test_waiting.test_overlapped_step, 3, "unlisted4:step_pg_overlapped"),
+    (test_patterns.test_rotate_kv, 3, OTHER + "rotate_with_barrier"),
 ]
 
 GRADERS = list(dict.fromkeys((grader, arg) for grader, arg, *_ in WRONG + RIGHT))

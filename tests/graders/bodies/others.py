@@ -452,3 +452,15 @@ def fixed_flat_receives_first(model):
     mean /= n
     for p, piece in zip(params, mean.split([p.numel() for p in params])):
         p.grad = piece.view_as(p.grad).clone()
+
+
+def rotate_with_barrier(k, v):
+    """A barrier first (it moves no data), then the rotation, its requests handed back."""
+    dist.barrier()
+    rank, n, nxt, prev = _ring()
+    k_next, v_next = torch.empty_like(k), torch.empty_like(v)
+    works = dist.batch_isend_irecv([dist.P2POp(dist.isend, k, nxt),
+                                    dist.P2POp(dist.isend, v, nxt),
+                                    dist.P2POp(dist.irecv, k_next, prev),
+                                    dist.P2POp(dist.irecv, v_next, prev)])
+    return k_next, v_next, tuple(works)
