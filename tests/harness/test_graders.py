@@ -149,7 +149,7 @@ WRONG += [
 # data that must travel, world sizes beyond 4, large tensors, requests handed back, probes,
 # refusals, roots, parameters.
 U2, U3, U4, U5 = "unlisted2:", "unlisted3:", "unlisted4:", "unlisted5:"
-FLOOR = "in all; the method moves"
+FLOOR = "; the method moves"
 ROOT = "whatever the route"
 WRONG += [
     (test_ring.test_ring_all_reduce, 3, U2 + "ring_thread_pg_allreduce", BUILTIN),
