@@ -145,10 +145,11 @@ WRONG += [
      "changed what an earlier call returned"),
 ]
 
-# Second round (tests/graders/bodies/unlisted2.py to unlisted5.py): other doors,
+# Second round (tests/graders/bodies/unlisted2.py to unlisted7.py): other doors,
 # data that must travel, world sizes beyond 4, large tensors, requests handed back, probes,
 # refusals, roots, parameters.
 U2, U3, U4, U5 = "unlisted2:", "unlisted3:", "unlisted4:", "unlisted5:"
+U7 = "unlisted7:"      # unlisted6.py: lesson 11's job, graded under torchrun (below)
 FLOOR = "; the method moves"
 ROOT = "whatever the route"
 WRONG += [
@@ -241,6 +242,13 @@ WRONG += [
     (test_snippets.test_fixed_average_gradients, 3, U5 + "fixed_average_barrier_not_wait",
      "never waited for"),
     (test_algorithms.test_tree_broadcast, 4, U5 + "tree_chain", "a binomial tree needs"),
+    (test_waiting.test_safe_ring_shift, 5, U7 + "shift_builtin_beyond_4", BUILTIN),
+    (test_deadlocks.test_exchange_batched, 8, U7 + "batched_builtin_at_8", BUILTIN),
+    (test_waiting.test_overlapped_step, 6, U7 + "step_blocking_beyond_4", "before computing"),
+    (test_collectives.test_p2p_all_to_all, 5, U7 + "all_to_all_builtin_beyond_4", BUILTIN),
+    (test_gradients.test_average_gradients_ring, 7, U7 + "ring_avg_builtin_at_7", BUILTIN),
+    (test_patterns.test_rotate_kv, 5, U7 + "rotate_waits_beyond_4",
+     "inside rotate_kv; hand back every request unwaited"),
 ]
 
 # (grader, world sizes, a correct body in another style than solutions/)
