@@ -65,8 +65,7 @@ def probe(out_dir: str, *impls: str):
             first_call, first_event, out = len(calls), len(tracer.events), io.StringIO()
             case = {"numel": numel, "initialized_before": dist.is_initialized()}
             try:
-                # The record puts on the trace what no course wrapper sees (the process
-                # group's own methods): the job's sum is checked point to point, by any door.
+                # The record traces every door (the process group's own methods too).
                 with contextlib.redirect_stdout(out), record():
                     result = ring_job(numel, TIMEOUT_S)
                 case["returned"] = (result.tolist() if isinstance(result, torch.Tensor)

@@ -80,17 +80,14 @@ def differences(mine: list[Op], reference: list[Op], method: Method, *, rank: in
     found = []
     extra = _collectives(mine) - _collectives(reference)
     if extra:
-        found.append(f"rank {rank} called {', '.join(sorted(extra))}: the lesson builds this "
-                     f"from point-to-point sends and receives ({why})")
-        return found
+        return [f"rank {rank} called {', '.join(sorted(extra))}: the lesson builds this from "
+                f"point-to-point sends and receives ({why})"]
     missing = _collectives(reference) - _collectives(mine)
     if missing:
         found.append(f"rank {rank} never called {', '.join(sorted(missing))} ({why})")
     if method.compare == "routing":
-        return found + (_compare_dtypes(mine, reference, rank=rank) or
-                        _routing_floor(mine, reference, rank=rank, why=why) or
-                        _routing_roles(mine, reference, rank=rank, world_size=world_size,
-                                       why=why))
+        return found + _compare_routing(mine, reference, rank=rank, world_size=world_size,
+                                        why=why)
     for kind, verb, prep in (("send", "sent", "to"), ("recv", "received", "from")):
         does = "sends" if kind == "send" else "receives"
         got, expected = _messages(mine, kind), _messages(reference, kind)
@@ -169,6 +166,14 @@ def _counts_floor(got, expected, *, rank, verb, prep, why) -> list[str]:
             return [f"rank {rank} {verb} {mine[dtype]} {dtype} elements in all ({prep} "
                     f"{where}); the method moves {reference}: {why}"]
     return []
+
+
+def _compare_routing(mine, reference, *, rank, world_size, why) -> list[str]:
+    """compare="routing": the reference's dtypes, every rank's data arrives, roots keep
+    their role; the route itself is free."""
+    return (_compare_dtypes(mine, reference, rank=rank)
+            or _routing_floor(mine, reference, rank=rank, why=why)
+            or _routing_roles(mine, reference, rank=rank, world_size=world_size, why=why))
 
 
 def _routing_floor(mine, reference, *, rank, why) -> list[str]:
