@@ -99,6 +99,20 @@ def _shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
         a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
 
 
+def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Do two tensors use some of the same bytes? (Views of one buffer side by side do not.)"""
+    if not (a.numel() and b.numel()) or \
+            a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
+        return False
+
+    def span(t):
+        first = t.storage_offset() * t.element_size()
+        last = first + sum((n - 1) * s for n, s in zip(t.shape, t.stride())) * t.element_size()
+        return first, last + t.element_size()
+    (a0, a1), (b0, b1) = span(a), span(b)
+    return a0 < b1 and b0 < a1
+
+
 class GradedBody:
     """`name`'s body under test, with its reference and its declared `Method`."""
 
@@ -220,11 +234,15 @@ class GradedBody:
         if returns == "nothing" and result is not None:
             problems.append(f"rank {rank} must return None, got {type(result).__name__}")
         if returns == "fresh":
-            inputs = _tensors(args)
-            if any(_shares_memory(r, a) for r in _tensors(result) for a in inputs):
+            inputs, results = _tensors(args), _tensors(result)
+            if any(_shares_memory(r, a) for r in results for a in inputs):
                 problems.append(f"rank {rank} returned a tensor that shares memory with an "
                                 f"argument: return new tensors, the caller may change its "
                                 f"own next")
+            if any(_overlap(a, b) for i, a in enumerate(results) for b in results[i + 1:]):
+                problems.append(f"rank {rank} returned the same memory twice (one tensor, or "
+                                f"overlapping views): each result is a tensor of its own, the "
+                                f"caller may change one and not the other")
         for earlier, values in self._earlier:
             if earlier is not None and not _unchanged(earlier, values):
                 problems.append(f"rank {rank} changed what an earlier call returned when "

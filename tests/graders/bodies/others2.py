@@ -116,3 +116,14 @@ def rotate_with_barrier(k, v):
                                     dist.P2POp(dist.irecv, k_next, prev),
                                     dist.P2POp(dist.irecv, v_next, prev)])
     return k_next, v_next, tuple(works)
+
+
+def all_gather_views_of_one_buffer(tensor):
+    """Right: every rank's tensor in one fresh buffer, returned as views side by side."""
+    rank, n, nxt, prev = _ring()
+    flat = torch.empty((n, *tensor.shape), dtype=tensor.dtype)
+    flat[rank].copy_(tensor)
+    for step in range(n - 1):
+        _wait(dist.batch_isend_irecv([dist.P2POp(dist.isend, flat[(rank - step) % n], nxt),
+                                      dist.P2POp(dist.irecv, flat[(rank - step - 1) % n], prev)]))
+    return list(flat.unbind(0))
