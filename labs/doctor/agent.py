@@ -46,7 +46,7 @@ class Agent:
         if event == "post":
             self._post(op, info.get("tensors", []))
         elif event == "raised":
-            self.emit("raised", **_op_fields(op), text=info["error"])
+            self.emit("raised", **_op_fields(op), text=info["error"], batch=self.batch)
         elif event in ("wait", "wait_failed", "waited"):
             self._wait(event, op, info)
         self.own_s += time.perf_counter() - start

@@ -10,7 +10,7 @@ def in_flight_findings(runs) -> list:
     out = []
     for run in runs.values():
         for c in run.calls:
-            notes = ([(c.wait_where or c.where, c.changed)] if c.changed else []) + c.touched
+            notes = c.touched + ([(c.wait_where or c.where, c.changed)] if c.changed else [])
             if not notes:
                 continue
             where, text = notes[0]
@@ -48,7 +48,7 @@ def _mismatch(s, q, receiver) -> Finding:
         seen = ("rank {r} was killed by SIGABRT ('Received data size doesn't match "
                 "expected size'): nothing can catch it" if _abort_seen(receiver) else
                 "gloo aborts the receiving process (SIGABRT) when the message arrives")
-        return Finding("size_mismatch", f"the receive buffer is smaller than the message",
+        return Finding("size_mismatch", "the receive buffer is smaller than the message",
                        (s.rank, q.rank), where, f"{pair}: {seen.format(r=q.rank)}",
                        NCCL_SIZES)
     if q.nbytes > s.nbytes:

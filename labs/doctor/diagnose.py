@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 from labs.doctor.findings import Finding
-from labs.doctor.matching import match
 from labs.harness.schedule.deadlock import cycle_through, tarjan
 
 SAME_ON_NCCL = "the same on NCCL"
@@ -33,13 +32,23 @@ def stuck_calls(runs: dict, outcome) -> dict:
     return out
 
 
+def _counterpart(runs, c, pairs) -> bool:
+    """The peer did post an op the other way that matched nothing (another tag): the two
+    met, they just do not match. Not a wait for a call the peer has not reached."""
+    other = "recv" if c.kind == "send" else "send"
+    return c.peer in runs and any(
+        x.kind == other and x.peer == c.rank and not x.raised and id(x) not in pairs
+        for x in runs[c.peer].calls)
+
+
 def _edges(runs, stuck, pairs) -> dict:
     """rank -> the stuck ranks it waits for."""
     edges = {}
     for r, c in stuck.items():
         if c.p2p:
             partner = pairs.get(id(c))
-            peers = {c.peer} if partner is None and c.peer is not None else set()
+            peers = {c.peer} if partner is None and c.peer is not None \
+                and not _counterpart(runs, c, pairs) else set()
         else:
             k = sum(1 for x in runs[r].calls if x.kind in ("sync", "collective")
                     and x.seq < c.seq)
@@ -87,6 +96,7 @@ def lone_findings(runs, outcome, pairs, explained) -> list:
         if s is not None:
             lone = [c for c in lone if c is not s and c is not q]
             out.append(_tag_mismatch(s, q, stuck))
+            out[-1].extra = [id(s), id(q)]
     return out + [_lone(c, stuck, runs) for c in lone]
 
 
@@ -120,11 +130,13 @@ def _lone(c, stuck, runs) -> Finding:
     else:
         tail = "its buffer was never written, and the program went on with it"
     return Finding(f"unmatched_{c.kind}", f"{c.describe()} matched nothing", (c.rank,), [_w(c)],
-                   f"no {other} from {peer} ever matched it; {tail}", SAME_ON_NCCL)
+                   f"no {other} from {peer} ever matched it; {tail}", SAME_ON_NCCL,
+                   extra=[id(c)])
 
 
-def wait_findings(runs) -> list:
-    """Requests never waited (a barrier in their place), and batches waited in part."""
+def wait_findings(runs, lone: set) -> list:
+    """Requests never waited (a barrier in their place), and batches waited in part.
+    `lone`: ids of calls that matched nothing (said already)."""
     out = []
     for run in runs.values():
         if run.exit is None:
@@ -133,7 +145,7 @@ def wait_findings(runs) -> list:
         in_part = {s for f in out for s in f.extra}
         for c in run.calls:
             if c.p2p and not c.raised and not c.blocking and not c.waits and not c.waited \
-                    and (c.batch is None or (run.rank, c.seq) not in in_part):
+                    and id(c) not in lone and (run.rank, c.seq) not in in_part:
                 out.append(_unwaited(run, c))
     return out
 
@@ -159,12 +171,12 @@ def _partly_waited(run) -> list:
 def _unwaited(run, c) -> Finding:
     barrier = next((x for x in run.calls if x.kind == "sync" and x.seq > c.seq), None)
     if barrier is not None:
-        return Finding("barrier_instead_of_wait", f"{c.describe()} never waited; "
-                       f"a barrier stands in its place", (c.rank,), [_w(c), _w(barrier)],
-                       "a barrier is a separate collective: it does not complete this "
-                       "request (its Work still reports is_completed() False after it)",
-                       SAME_ON_NCCL)
-    return Finding("unwaited", f"{c.describe()} never waited", (c.rank,), [_w(c)],
-                   "the program never waited for it: it may read or reuse the buffer "
-                   "before the transfer is done", "the same on NCCL, where wait() only "
-                   "orders the CUDA stream")
+        return Finding("barrier_instead_of_wait", "a request never waited: a barrier "
+                       "stands in the place of its wait()", (c.rank,), [_w(c), _w(barrier)],
+                       f"rank {c.rank}'s {c.describe()} was never waited; a barrier is a "
+                       f"separate collective: it does not complete the request (its Work "
+                       f"still reports is_completed() False after it)", SAME_ON_NCCL)
+    return Finding("unwaited", "a request never waited", (c.rank,), [_w(c)],
+                   f"rank {c.rank}'s {c.describe()} was never waited: the program may read "
+                   f"or reuse its buffer before the transfer is done", "the same on NCCL, "
+                   "where wait() only orders the CUDA stream")

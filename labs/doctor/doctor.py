@@ -21,7 +21,8 @@ def findings(runs: dict, outcome) -> list:
     found = hung + failures.self_findings(runs)
     found += diagnose.lone_findings(runs, outcome, pairs, explained)
     found += buffers.size_findings(runs, pairs) + buffers.in_flight_findings(runs)
-    found += diagnose.wait_findings(runs)
+    lone = {i for f in found if f.kind.startswith(("unmatched", "tag_")) for i in f.extra}
+    found += diagnose.wait_findings(runs, lone)
     found += failures.failure_findings(runs, {r for f in found for r in f.ranks})
     found += portability.any_source_findings(runs) + portability.tag_findings(runs, pairs)
     found += portability.first_batch_findings(runs) + portability.large_batch_findings(runs)
@@ -39,7 +40,9 @@ def _ending(runs, outcome, world_size) -> list[str]:
     elif outcome.returncode == 0:
         return ["every rank finished"]
     else:
-        lines = ["the job failed"]
+        failed = [f"rank {r} raised {run.exit.text.split(':')[0]}" for r, run in runs.items()
+                  if run.exit is not None and run.exit.text]
+        lines = ["the job failed" + (": " + ", ".join(failed) if failed else "")]
     missing = [r for r in range(world_size) if r not in runs]
     if missing:
         lines.append(f"ranks that never started the script: {missing}")

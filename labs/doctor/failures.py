@@ -18,11 +18,12 @@ def self_findings(runs) -> list:
             if c.p2p and c.peer == c.rank:
                 seen = f"the call raised {c.raised[:160]}" if c.raised else \
                     "gloo has no connection to the rank's own process"
-                out.append(Finding("self", f"{c.describe()}: rank {c.rank} is itself",
-                                   (c.rank,), [(c.rank, c.where)], seen, NCCL_SELF,
+                out.append(Finding("self", "a send or receive with the rank itself",
+                                   (c.rank,), [(c.rank, c.where)],
+                                   f"rank {c.rank}'s {c.describe()}: {seen}", NCCL_SELF,
                                    NCCL_SELF_SOURCE))
         if run.exit is not None and SELF_TEXT in run.exit.text:
-            out.append(Finding("self", f"rank {run.rank} sends to itself with dist.send",
+            out.append(Finding("self", "a send or receive with the rank itself",
                                (run.rank,), [(run.rank, run.exit.where)],
                                f"the call raised {run.exit.text[:160]}", NCCL_SELF,
                                NCCL_SELF_SOURCE))

@@ -47,7 +47,7 @@ def tag_findings(runs, gloo_pairs) -> list:
 
 
 def first_batch_findings(runs) -> list:
-    firsts = {r: next((c for c in run.calls if not c.raised), None) for r, run in runs.items()}
+    firsts = {r: next(iter(run.calls), None) for r, run in runs.items()}
     batched = [r for r, c in firsts.items() if c is not None and c.batch is not None]
     if not batched or len(batched) == len(runs):
         return []
@@ -55,7 +55,8 @@ def first_batch_findings(runs) -> list:
     return [Finding(
         "nccl_first_batch", "the group's first call is a batch that not every rank joins",
         tuple(batched), [(r, firsts[r].where) for r in batched],
-        f"{FINE_ON_GLOO} (ranks {', '.join(map(str, others))} started with another call)",
+        f"{FINE_ON_GLOO} (rank{'s' if len(others) > 1 else ''} {', '.join(map(str, others))} "
+        f"started with another call)",
         "undefined on NCCL: a batch_isend_irecv that is the group's first collective call "
         "must include every rank of the group (it creates the communicator)",
         "torch 2.13 batch_isend_irecv docstring; pytorch/pytorch#74701", True)]

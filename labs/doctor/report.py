@@ -39,9 +39,12 @@ def show_path(where: str) -> str:
 
 
 def scrub(text: str) -> str:
-    """Machine paths out of an error message."""
+    """Machine paths, build paths and addresses out of an error message."""
     for base in (str(Path.cwd()), str(ROOT)):
         text = text.replace(base + os.sep, "")
+    text = re.sub(r"\[enforce fail at \S+\] ", "", text)
+    text = re.sub(r"\[/\S*/(gloo/\S+)\]", r"[\1]", text)
+    text = re.sub(r" \(\[?[\d.:]+\]?:\d+ <-> \S+\)", "", text)
     return re.sub(r"/\S*/site-packages/", "<site-packages>/", text)
 
 
@@ -77,7 +80,7 @@ def entry(f: Finding) -> list[str]:
     lines += _wrap("gloo, observed: ", f.gloo)
     source = f" (source: {f.source})" if f.source else ""
     lines += _wrap(f"{NCCL_LABEL}: ", f.nccl + source)
-    lines += [f"    {line}" for line in f.extra if isinstance(line, str)]
+    lines += [f"    {scrub(line)}" for line in f.extra if isinstance(line, str)]
     lines.append(f"    lesson: {f.lesson}")
     return lines
 
