@@ -1,10 +1,11 @@
 """From a run's outcome to the report: every rank's record read back, every rule applied."""
 from __future__ import annotations
 
+
 from labs.doctor import buffers, diagnose, failures, portability, streams
 from labs.doctor.matching import match
 from labs.doctor.ranks import read_rank
-from labs.doctor.report import Report, merged
+from labs.doctor.report import Report, merged, show_path
 
 
 def _runs(outcome) -> dict:
@@ -43,6 +44,8 @@ def _ending(runs, outcome, world_size) -> list[str]:
         failed = [f"rank {r} raised {run.exit.text.split(':')[0]}" for r, run in runs.items()
                   if run.exit is not None and run.exit.text]
         lines = ["the job failed" + (": " + ", ".join(failed) if failed else "")]
+    for r, stack in sorted(outcome.stacks.items()):
+        lines.append(f"rank {r}, read by py-spy: {_where(stack)}")
     missing = [r for r in range(world_size) if r not in runs]
     if missing:
         lines.append(f"ranks that never started the script: {missing}")
@@ -53,15 +56,27 @@ def _ending(runs, outcome, world_size) -> list[str]:
     return lines
 
 
+def _where(stack) -> str:
+    """'recv  <-  main (my_script.py:12)': the call it is in, then the script's frames."""
+    mine = [f"{f.function} ({show_path(f.file + ':' + str(f.line))})" for f in stack.frames
+            if not any(p in f.file for p in ("site-packages", "/lib/python", "labs/doctor",
+                                               "labs/harness", "<frozen"))]
+    return "  <-  ".join([stack.frames[0].function if stack.frames else "?"] + mine[:3])
+
+
 def _timings(runs, outcome) -> list[str]:
     ends = [run.exit for run in runs.values() if run.exit is not None and run.exit.elapsed_s]
     lines = [f"the doctor's run took {outcome.seconds:.1f} s"]
+    warm = [run.warmup_s for run in runs.values() if run.warmup_s]
+    if warm:
+        lines.append(f"record overhead, once per rank before the script: "
+                     f"{1e3 * min(warm):.1f}-{1e3 * max(warm):.1f} ms")
     if ends:
         worst = max(ends, key=lambda e: e.overhead_s / e.elapsed_s)
-        lines.append(f"record overhead: {worst.overhead_s * 1e3:.1f} ms of the script's "
-                     f"{worst.elapsed_s:.2f} s on rank {worst.rank} "
+        lines.append(f"record overhead while the script ran: {worst.overhead_s * 1e3:.1f} ms "
+                     f"of {worst.elapsed_s:.2f} s on rank {worst.rank} "
                      f"({100 * worst.overhead_s / worst.elapsed_s:.1f}%, the highest share "
-                     f"of any rank; time in the doctor's hooks, measured in each rank)")
+                     f"of any rank: time in the doctor's hooks, measured in each rank)")
     return lines
 
 

@@ -15,6 +15,7 @@ class Event:
     """One thing that happened on one rank. `event` is one of:
 
     start     the script starts (numel: the world size)
+    ready     the record is ready (elapsed_s: its one-time start-up cost in this process)
     backend   the script asked for another backend than gloo (text: which); run on gloo
     post      a communication call reached the process group (op fields below)
     raised    a call raised before it was posted (text: the error)

@@ -77,6 +77,7 @@ class RankRun:
     exit: Event | None = None
     t_start: float = 0.0
     stderr: str = ""
+    warmup_s: float = 0.0
 
     @property
     def by_seq(self) -> dict:
@@ -105,6 +106,8 @@ def read_rank(rank: int, events: list[Event]) -> RankRun:
 def _apply(run: RankRun, calls: dict, e: Event) -> None:
     if e.event == "start":
         run.world_size, run.t_start = e.numel, e.t
+    elif e.event == "ready":
+        run.warmup_s = e.elapsed_s
     elif e.event == "backend":
         run.asked = e.text
     elif e.event in ("post", "raised"):

@@ -66,6 +66,10 @@ class BufferWatch(TorchDispatchMode):
         self.report, self.flying = report, {}
         self.own_s = 0.0
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False      # see labs.harness.grading.record._Recorder: no torch._dynamo import
+
     def posted(self, seq: int, send: bool, tensors) -> None:
         for t in tensors:
             lo, hi = span(t)

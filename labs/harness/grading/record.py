@@ -193,6 +193,13 @@ def _raised(func, args, error):
 
 
 class _Recorder(TorchDispatchMode):
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # torch wraps a mode's __torch_dispatch__ in dynamo.disable by default, which
+        # imports torch._dynamo at the first op under the mode: 2-8 s per process here.
+        # The record never runs under torch.compile, so it opts out.
+        return False
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func.namespace not in _NAMESPACES:
             return func(*args, **(kwargs or {}))
