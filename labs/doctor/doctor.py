@@ -92,4 +92,4 @@ def report(outcome) -> Report:
         or outcome.stopped == "deadline"
     status = 1 if found else 2 if failed else 0
     return Report(outcome.job.command(), world, found, _ending(runs, outcome, world), notes,
-                  status, _timings(runs, outcome), runs=runs)
+                  status, _timings(runs, outcome), runs=runs, outcome=outcome)

@@ -96,6 +96,12 @@ class Report:
     timings: list = field(default_factory=list)    # overhead and durations (vary by run)
     timeline: str = ""             # the PNG's path, if one was saved
     runs: dict = field(default_factory=dict, repr=False)    # rank -> RankRun
+    outcome: object = field(default=None, repr=False)        # labs.doctor.run.Outcome
+
+    @property
+    def outputs(self) -> dict:
+        """rank -> what it printed (labs.harness.torchrun.RankOutput)."""
+        return self.outcome.outputs if self.outcome is not None else {}
 
     def text(self, timings: bool = True) -> str:
         lines = [f"$ {self.command}", f"{self.world_size} rank"

@@ -3,7 +3,9 @@
     torchrun --nproc-per-node 3 snippet3_all_to_all.py
 
 A parameter index used as a rank, more receives than sends, a barrier instead of wait(),
-and an average of buffers that may never have been written.
+and an average of buffers that may never have been written. (The model's three weights have
+the same size, so no receive is smaller than its message: with a model whose gradients
+differ in size, gloo would also abort a rank.)
 """
 import torch
 import torch.distributed as dist
@@ -35,7 +37,8 @@ def average_gradients(model):
 
 dist.init_process_group("gloo")
 torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
-model(torch.randn(8, 4)).sum().backward()
+model = nn.Sequential(nn.Linear(2, 2, bias=False), nn.ReLU(), nn.Linear(2, 2, bias=False),
+                      nn.ReLU(), nn.Linear(2, 2, bias=False))
+model(torch.randn(8, 2)).sum().backward()
 average_gradients(model)
 dist.destroy_process_group()
