@@ -8,7 +8,7 @@
 """
 from __future__ import annotations
 
-from labs.doctor.findings import Finding
+from labs.doctor.findings import Finding, short_error
 from labs.harness.schedule.deadlock import cycle_through, tarjan
 
 SAME_ON_NCCL = "the same on NCCL"
@@ -79,7 +79,7 @@ def hang_findings(runs, outcome, pairs) -> tuple[list, set]:
 def _how_stopped(outcome, calls) -> str:
     failed = [c for c in calls if c.wait_failed]
     if failed:
-        return f"gloo's timeout fired ({failed[0].wait_failed[:120]})"
+        return f"gloo's timeout fired ({short_error(failed[0].wait_failed, 120)})"
     return "the doctor stopped the job when every rank had waited with no progress"
 
 

@@ -3,7 +3,7 @@ failed, a rank killed without an exception; and the script's own errors (not a f
 the doctor's exit status 2 when nothing else explains them)."""
 from __future__ import annotations
 
-from labs.doctor.findings import Finding
+from labs.doctor.findings import Finding, short_error
 
 NCCL_SELF = ("NCCL allows send/recv to self only as a matched pair inside one batch (one "
              "group); a lone one is ncclInvalidUsage and the call raises")
@@ -16,7 +16,7 @@ def self_findings(runs) -> list:
     for run in runs.values():
         for c in run.calls:
             if c.p2p and c.peer == c.rank:
-                seen = f"the call raised {c.raised[:160]}" if c.raised else \
+                seen = f"the call raised {short_error(c.raised)}" if c.raised else \
                     "gloo has no connection to the rank's own process"
                 out.append(Finding("self", "a send or receive with the rank itself",
                                    (c.rank,), [(c.rank, c.where)],
@@ -25,7 +25,7 @@ def self_findings(runs) -> list:
         if run.exit is not None and SELF_TEXT in run.exit.text:
             out.append(Finding("self", "a send or receive with the rank itself",
                                (run.rank,), [(run.rank, run.exit.where)],
-                               f"the call raised {run.exit.text[:160]}", NCCL_SELF,
+                               f"the call raised {short_error(run.exit.text)}", NCCL_SELF,
                                NCCL_SELF_SOURCE))
     return out
 
@@ -40,7 +40,7 @@ def failure_findings(runs, explained_ranks: set) -> list:
         e = run.exit
         if e is not None and e.text and e.api and SELF_TEXT not in e.text:
             out.append(Finding("call_failed", f"{e.api} raised on rank {run.rank}", (run.rank,),
-                               [(run.rank, e.where)], f"it raised {e.text[:200]}",
+                               [(run.rank, e.where)], f"it raised {short_error(e.text)}",
                                "not modelled for this error"))
     return out
 

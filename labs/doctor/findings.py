@@ -2,6 +2,7 @@
 teaches it."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 LESSON = {
@@ -42,3 +43,10 @@ class Finding:
     @property
     def first_where(self) -> str:
         return self.where[0][1] if self.where else "?"
+
+
+def short_error(text: str, limit: int = 200) -> str:
+    """An error's stable part: no build path, no addresses, at most `limit` characters."""
+    text = re.sub(r"\[enforce fail at \S+\] ", "", text)
+    text = re.sub(r"\s*\(\[?[\d.:]+\]?:\d+ <-> .*$|\s*\(\[[\d.]+.*$", "", text)
+    return text[:limit]

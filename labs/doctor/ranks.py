@@ -78,6 +78,7 @@ class RankRun:
     t_start: float = 0.0
     stderr: str = ""
     warmup_s: float = 0.0
+    t_last: float = 0.0            # the last event this rank recorded
 
     @property
     def by_seq(self) -> dict:
@@ -104,6 +105,7 @@ def read_rank(rank: int, events: list[Event]) -> RankRun:
 
 
 def _apply(run: RankRun, calls: dict, e: Event) -> None:
+    run.t_last = max(run.t_last, e.t)
     if e.event == "start":
         run.world_size, run.t_start = e.numel, e.t
     elif e.event == "ready":

@@ -16,10 +16,11 @@ def events(report) -> list[Event]:
     if not calls:
         return []
     t0 = min(c.t_post for c in calls)
+    end = max(run.t_last for run in report.runs.values()) - t0
     out = []
     for c in calls:
         op = _OPS.get((c.kind, c.blocking), c.name)
-        stopped = None if c.t_done is not None else max(x.t_post for x in calls) - t0
+        stopped = None if c.t_done is not None else max(end, c.t_post - t0)
         out.append(Event(c.rank, op, c.peer, c.tag, c.numel, c.dtype, c.t_post - t0,
                          None if c.t_done is None else c.t_done - t0, c.batch,
                          c.blocking or not c.p2p, seq=c.seq, t_stopped=stopped))
