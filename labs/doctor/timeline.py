@@ -30,13 +30,14 @@ def events(report) -> list[Event]:
 def marks(report) -> list[tuple]:
     """(rank, time, label) of each problem: at the post of the call at its first line."""
     evs = {(e.rank, e.seq): e for e in events(report)}
-    out = []
+    out, seen = [], set()
     for f in report.findings:
-        for rank, where in f.where[:2]:
+        for rank, where in f.where:
             run = report.runs.get(rank)
             call = next((c for c in run.calls if c.where == where and not c.raised), None) \
                 if run else None
-            if call is not None and (rank, call.seq) in evs:
+            if call is not None and (rank, call.seq) in evs and (rank, f.kind) not in seen:
+                seen.add((rank, f.kind))
                 out.append((rank, evs[(rank, call.seq)].t_post, f.kind))
     return out
 
@@ -52,10 +53,12 @@ def save(report, path: Path) -> Path | None:
     fig = timeline_figure(evs, title=report.command)
     ax = fig.axes[0]
     lanes = {t.get_text(): y for y, t in zip(ax.get_yticks(), ax.get_yticklabels())}
+    per_rank: dict = {}
     for rank, t, kind in marks(report):
         y = lanes.get(f"rank {rank}", rank)
-        ax.annotate(kind, (t * 1e3, y), color="crimson", fontsize=8, fontweight="bold",
-                    xytext=(0, 10), textcoords="offset points", ha="center",
+        k = per_rank[rank] = per_rank.get(rank, -1) + 1       # stagger a rank's labels
+        ax.annotate(kind, (t * 1e3, y), color="crimson", fontsize=7, fontweight="bold",
+                    xytext=(12 + 4 * k, 8 + 9 * k), textcoords="offset points", ha="left",
                     arrowprops=dict(arrowstyle="-|>", color="crimson"))
     fig.savefig(path, dpi=110, bbox_inches="tight")
     import matplotlib.pyplot as plt
