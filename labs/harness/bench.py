@@ -19,27 +19,23 @@ import time
 
 import torch.multiprocessing as tmp
 
-from labs.harness import launcher
+from labs.harness import launcher, rendezvous
 from labs.welcome import first_all_reduce
 
 
 def _spawn_launch(world_size):
     """The textbook way: torch.multiprocessing.spawn, children re-import torch each time.
 
-    Rendezvous through a fresh TCPStore like launch() does, so only the start method differs.
+    Rendezvous through a fresh loopback store like launch() does, so only the start method
+    differs.
     """
-    import torch.distributed as dist
-    import datetime
-    store = dist.TCPStore("127.0.0.1", 0, world_size, is_master=True, wait_for_workers=False,
-                          timeout=datetime.timedelta(seconds=60))
+    store = rendezvous.open_store(world_size, 60.0)
     tmp.spawn(_spawn_worker, args=(world_size, store.port), nprocs=world_size, join=True)
 
 
 def _spawn_worker(rank, world_size, port):
-    import datetime
     import torch.distributed as dist
-    store = dist.TCPStore("127.0.0.1", port, world_size, is_master=False,
-                          timeout=datetime.timedelta(seconds=60))
+    store = rendezvous.join_store(port, world_size, 60.0)
     dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size)
     first_all_reduce(rank, world_size)
     dist.destroy_process_group()
@@ -300,6 +296,7 @@ def main(argv=None):
     p = sub.add_parser("launch", help="launch start-up time: forkserver vs spawn")
     p.add_argument("--world-size", type=int, default=4)
     p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--spawn-repeats", type=int, default=3)
     p = sub.add_parser("ring", help="the course's ring all-reduces vs dist.all_reduce "
                                     "(the default)")
     p.add_argument("--world-sizes", default="2,4", help="comma-separated, e.g. 2,3,4")
@@ -332,7 +329,7 @@ def main(argv=None):
         argv.insert(0, "ring")     # `python -m labs.bench [options]` means the ring benchmark
     opts = parser.parse_args(argv)
     if opts.command == "launch":
-        bench_launch(opts.world_size, opts.repeats)
+        bench_launch(opts.world_size, opts.repeats, opts.spawn_repeats)
     elif opts.command == "ring":
         bench_ring([int(n) for n in opts.world_sizes.split(",")],
                    [parse_size(s) for s in opts.sizes.split(",")],
