@@ -8,6 +8,7 @@ JSON line each, so that a rank killed in a hang leaves its record up to the call
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import runpy
@@ -24,6 +25,7 @@ from labs.doctor.watch import BufferWatch
 from labs.harness.grading import record as rec
 
 DIR_ENV, CWD_ENV = "P2P_DOCTOR_DIR", "P2P_DOCTOR_CWD"
+BARE_ENV = "P2P_DOCTOR_BARE"      # "1": run the script without the record (overhead's baseline)
 
 
 class Agent:
@@ -129,6 +131,12 @@ def _failure(error: BaseException) -> dict:
     return dict(text=text, where=where, api=inside[0] if inside else "")
 
 
+@contextlib.contextmanager
+def _recording(agent: Agent):
+    with rec.record(), rec.listen(agent), agent.watch:
+        yield
+
+
 def run(script: str, args: list[str], folder: str) -> None:
     """Run `script` as __main__ under the record; its events go to `folder`."""
     agent = Agent(folder, int(os.environ.get("RANK", "0")))
@@ -137,8 +145,9 @@ def run(script: str, args: list[str], folder: str) -> None:
     sys.argv = [script, *args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     start, fields = time.perf_counter(), {}
+    recording = os.environ.get(BARE_ENV) != "1"
     try:
-        with rec.record(), rec.listen(agent), agent.watch:
+        with _recording(agent) if recording else contextlib.nullcontext():
             # The first tensor op under the modes: its cost, once per process, is timed
             # here, not inside the script.
             torch.zeros(1).add_(1)

@@ -77,6 +77,13 @@ def _timings(runs, outcome) -> list[str]:
                      f"of {worst.elapsed_s:.2f} s on rank {worst.rank} "
                      f"({100 * worst.overhead_s / worst.elapsed_s:.1f}%, the highest share "
                      f"of any rank: time in the doctor's hooks, measured in each rank)")
+    bare = [t for t in outcome.bare.values() if t > 0]
+    if ends and bare:
+        with_record = sorted(e.elapsed_s for e in ends)[len(ends) // 2]
+        without = sorted(bare)[len(bare) // 2]
+        lines.append(f"the script's time per rank (median) with the record: {with_record:.3f} s; "
+                     f"run again without it: {without:.3f} s (x{with_record / without:.2f}; "
+                     f"one run each, noisy)")
     return lines
 
 

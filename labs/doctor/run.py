@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labs.doctor.agent import CWD_ENV, DIR_ENV
+from labs.doctor.agent import BARE_ENV, CWD_ENV, DIR_ENV
 from labs.doctor.events import Event, read_events
 from labs.harness import torchrun
 
@@ -33,6 +33,7 @@ class Job:
     deadline_s: float = 90.0
     hang_after_s: float = 4.0
     py_spy: bool = False
+    overhead: bool = False          # run it again without the record, to compare times
 
     def command(self) -> str:
         """As the reader would type it (the script's path as given)."""
@@ -56,6 +57,7 @@ class Outcome:
     stacks: dict = field(default_factory=dict)     # rank -> torchrun.Stack (py-spy)
     seconds: float = 0.0
     leftovers: list = field(default_factory=list)
+    bare: dict = field(default_factory=dict)       # rank -> script seconds without the record
 
 
 def _last_state(events: list[Event]) -> str:
@@ -102,13 +104,26 @@ def _stacks(node) -> dict:
 
 
 def run(job: Job) -> Outcome:
-    """Run `job` to its end, or stop it when stuck or at the deadline; nothing is left."""
+    """Run `job` to its end, or stop it when stuck or at the deadline; nothing is left.
+    With job.overhead, a run that ended well is run again without the record."""
+    outcome = _run_once(job)
+    if job.overhead and outcome.returncode == 0:
+        again = _run_once(job, {BARE_ENV: "1"})
+        outcome.bare = {r: next((e.elapsed_s for e in evs if e.event == "exit"), 0.0)
+                        for r, evs in again.events.items()}
+        outcome.leftovers += again.leftovers
+        outcome.seconds += again.seconds
+    return outcome
+
+
+def _run_once(job: Job, extra_env: dict | None = None) -> Outcome:
     start, base = time.monotonic(), Path(tempfile.mkdtemp(prefix="p2p-doctor-"))
     folder = base / "records"
     folder.mkdir()
     env = {DIR_ENV: str(folder), CWD_ENV: os.getcwd(),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(torchrun.ROOT),
-                                                        os.environ.get("PYTHONPATH")]))}
+                                                        os.environ.get("PYTHONPATH")])),
+           **(extra_env or {})}
     try:
         with torchrun._started([job.torchrun_argv()], env, base / "job") as nodes:
             # stopping takes up to GRACE_S: keep it inside the deadline

@@ -145,10 +145,12 @@ def _cli(tmp_path, *argv):
 
 
 def test_command_line_clean_run_saves_report_and_timeline(tmp_path):
-    done = _cli(tmp_path, "--nproc-per-node", "2", "labs/scripts/doctor/exchange_ok.py")
+    done = _cli(tmp_path, "--overhead", "--nproc-per-node", "2",
+                "labs/scripts/doctor/exchange_ok.py")
     assert done.returncode == 0, done.stdout + done.stderr
     assert CLEAN in done.stdout and "the script asked for nccl" in done.stdout
     assert "record overhead while the script ran" in done.stdout
+    assert "run again without it" in done.stdout            # --overhead: a second run
     assert (tmp_path / "exchange_ok.doctor.txt").read_text().startswith("$ python -m")
     assert (tmp_path / "exchange_ok.doctor.png").stat().st_size > 1000
 
@@ -160,7 +162,8 @@ def test_command_line_script_that_cannot_run_exits_2(tmp_path):
 
 
 def test_options_are_split_at_the_script():
-    own, torchrun_args, script, args = split(["--deadline", "5", "--nproc-per-node", "4",
-                                              "x.py", "--steps", "2"])
-    assert own["deadline"] == 5.0 and torchrun_args == ["--nproc-per-node", "4"]
+    own, torchrun_args, script, args = split(["--deadline", "5", "--overhead",
+                                              "--nproc-per-node", "4", "x.py", "--steps", "2"])
+    assert own["deadline"] == 5.0 and own["overhead"] and not own["py_spy"]
+    assert torchrun_args == ["--nproc-per-node", "4"]
     assert script == "x.py" and args == ["--steps", "2"]
