@@ -126,7 +126,8 @@ def _failure(error: BaseException) -> dict:
     mine = [f for f in frames if not f.filename.startswith(rec._NOT_CALLERS)
             and not f.filename.startswith("<")]
     where = f"{mine[-1].filename}:{mine[-1].lineno}" if mine else ""
-    inside = [f.name for f in frames if "torch/distributed/" in f.filename]
+    inside = [f.name for f in frames if "torch/distributed/" in f.filename
+              and f.name not in rec._WRAPPERS]
     text = f"{type(error).__name__}: {error}".strip().splitlines()[0][:500]
     return dict(text=text, where=where, api=inside[0] if inside else "")
 

@@ -79,7 +79,7 @@ def hang_findings(runs, outcome, pairs) -> tuple[list, set]:
 def _how_stopped(outcome, calls) -> str:
     failed = [c for c in calls if c.wait_failed]
     if failed:
-        return f"gloo's timeout fired ({short_error(failed[0].wait_failed, 120)})"
+        return f"gloo's timeout fired ({short_error(failed[0].wait_failed)})"
     return "the doctor stopped the job when every rank had waited with no progress"
 
 
@@ -123,7 +123,9 @@ def _tag_mismatch(s, q, stuck) -> Finding:
 def _lone(c, stuck, runs) -> Finding:
     other = "receive" if c.kind == "send" else "send"
     peer = "any rank" if c.peer is None else f"rank {c.peer}"
-    if stuck.get(c.rank) is c:
+    if stuck.get(c.rank) is c and c.wait_failed:
+        tail = f"its wait failed ({short_error(c.wait_failed, 120)})"
+    elif stuck.get(c.rank) is c:
         tail = "its rank waits for it until the job is stopped"
     elif c.kind == "send":
         tail = "nothing waited for it to complete: the message is lost"

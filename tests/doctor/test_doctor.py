@@ -55,6 +55,19 @@ def test_deadlock_is_stopped_and_its_cycle_named():
     assert leftovers() == []
 
 
+def test_gloo_timeout_ends_a_deadlock_that_is_still_named():
+    report = doctor("head_to_head.py", 2, "2")
+    f = finding(report, "deadlock", {0, 1}, at("head_to_head.py", "dist.send(mine"))
+    assert not report.outcome.stopped and "gloo's timeout fired" in f.gloo
+    assert "Timed out waiting 2000ms for send operation" in f.gloo
+
+
+def test_a_call_that_raises():
+    report = doctor("failing_call.py", 2)
+    f = finding(report, "call_failed", {0}, at("failing_call.py", "dist.send"))
+    assert "contiguous" in f.gloo and report.status == 1
+
+
 def test_a_hang_outside_any_call_ends_at_the_deadline():
     report = doctor("sleeper.py", 2, deadline=45.0)
     assert report.outcome.stopped == "deadline"
