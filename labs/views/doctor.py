@@ -21,7 +21,7 @@ def show_source(script: str, start: int = 1, stop: int | None = None):
         print(f"{n:3d}  {line}")
 
 
-def diagnose(script: str, nproc: int, *args: str, deadline: float = 60.0) -> Report:
+def diagnose(script: str, nproc: int, *args: str, deadline: float = 120.0) -> Report:
     """`python -m labs.doctor --nproc-per-node N labs/scripts/doctor/<script> ARGS`: print
     the report without its timings, then the exit status the command would return."""
     job = Job(str(SCRIPTS / script), list(args), [f"--nproc-per-node={nproc}"], deadline)
