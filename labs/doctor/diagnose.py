@@ -77,7 +77,10 @@ def hang_findings(runs, outcome, pairs) -> tuple[list, set]:
 
 
 def _how_stopped(outcome, calls) -> str:
-    failed = [c for c in calls if c.wait_failed]
+    # The rank whose timeout fired first closes the pair: the others see "Connection
+    # closed by peer" (or the like), so say the timeout, whichever rank had it.
+    failed = sorted((c for c in calls if c.wait_failed),
+                    key=lambda c: "Timed out" not in c.wait_failed)
     if failed:
         return f"gloo's timeout fired ({short_error(failed[0].wait_failed)})"
     return "the doctor stopped the job when every rank had waited with no progress"
