@@ -69,7 +69,7 @@ def test_a_call_that_raises():
 
 
 def test_a_hang_outside_any_call_ends_at_the_deadline():
-    report = doctor("sleeper.py", 2, deadline=45.0)
+    report = doctor("sleeper.py", 2, deadline=55.0)
     assert report.outcome.stopped == "deadline"
     finding(report, "unmatched_recv", {0}, at("sleeper.py", "dist.recv"))
     assert report.status == 1 and leftovers() == []
