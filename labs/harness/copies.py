@@ -22,7 +22,9 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+from labs.harness import COURSE_ROOT
+
+NOTEBOOKS = COURSE_ROOT / "notebooks"
 YOURS = NOTEBOOKS / "yours"
 
 

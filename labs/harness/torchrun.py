@@ -33,7 +33,9 @@ from collections import namedtuple
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from labs.harness import COURSE_ROOT
+
+ROOT = COURSE_ROOT
 SCRIPTS = ROOT / "labs" / "scripts"
 MARKER = "P2P_COURSE_JOB"           # every process of a job inherits it
 GRACE_S = 5.0                      # after SIGTERM, torchrun's time to stop its workers

@@ -21,6 +21,7 @@ import traceback
 import torch
 import torch.distributed as dist
 
+import labs.harness
 from labs.harness import tracing
 from labs.harness.exercises import unsolved_of
 from labs.harness.messages import (Failed, Frame, Joined, RankStatus, Release, Returned,
@@ -34,7 +35,7 @@ def exc_summary(exc) -> str:
 
 
 # Files under this folder are shown relative to it (labs/ring.py, solutions/ring.py).
-COURSE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COURSE_ROOT = str(labs.harness.COURSE_ROOT)
 
 
 def frames_of(exc) -> list[Frame]:
