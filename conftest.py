@@ -1,7 +1,7 @@
 """pytest configuration shared by the tests and the notebook run (nbval).
 
 * The notebooks (and any kernel pytest starts) run the reference solutions: the
-  committed outputs are the solutions' outputs. See labs/harness/exercises.py.
+  committed outputs are the solutions' outputs. See labs/harness/ranks/exercises.py.
 * `--impl=labs|solutions` chooses what the graders in tests/graders/ grade (default:
   solutions; `make check` passes --impl=labs to grade your own code).
 """

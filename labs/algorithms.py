@@ -21,8 +21,9 @@ import torch.distributed as dist
 
 from labs import ring
 from labs.collectives import p2p_broadcast, p2p_gather
-from labs.harness import cli, measure, tracing
-from labs.harness.exercises import exercise, todo
+from labs.harness.commands import cli
+from labs.harness.ranks import measure, tracing
+from labs.harness.ranks.exercises import exercise, todo
 
 
 # ---- Helpers: contiguous views, reusable receive buffers, the power-of-two fold -----
@@ -434,7 +435,7 @@ def compare(rank, world_size, names, cases, model=None, seed=0):
 
 
 def time_calls(rank, world_size, names, sizes, reps=5, warmup=1, model=None):
-    """Time each call at each size, interleaved on these workers (labs.harness.measure.time_on_ranks:
+    """Time each call at each size, interleaved on these workers (labs.harness.ranks.measure.time_on_ranks:
     every call after a barrier, on a fresh copy of seeded float32 data, the slowest rank's
     time). Returns {nbytes: {name: [seconds per repetition]}}, the same on every rank."""
     set_model(model)

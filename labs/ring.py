@@ -15,7 +15,7 @@ exactly what `dist.all_reduce(tensor)` (SUM) does. Notation, as in the whole cou
 They share one chunking rule (`chunk_bounds`) and one ring orientation: rank r sends to
 r+1 and receives from r-1 (mod p). Worker functions for notebook 05 and for
 `python -m labs.bench ring` follow: comparisons with `dist.all_reduce`, bytes on the wire,
-all-reduce timings. Ping-pong, bandwidths and the alpha-beta model live in labs.harness.measure
+all-reduce timings. Ping-pong, bandwidths and the alpha-beta model live in labs.harness.ranks.measure
 and are re-exported here (`labs.ring.fit_alpha_beta`, ...).
 """
 from __future__ import annotations
@@ -26,9 +26,9 @@ import statistics
 import torch
 import torch.distributed as dist
 
-from labs.harness import cli
-from labs.harness.exercises import exercise, todo
-from labs.harness.measure import (algbw, busbw, fit_alpha_beta, ping_pong,  # noqa: F401 (re-exported)
+from labs.harness.commands import cli
+from labs.harness.ranks.exercises import exercise, todo
+from labs.harness.ranks.measure import (algbw, busbw, fit_alpha_beta, ping_pong,  # noqa: F401 (re-exported)
                           ring_model_seconds, time_on_ranks)
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64,

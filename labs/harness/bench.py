@@ -19,7 +19,7 @@ import time
 
 import torch.multiprocessing as tmp
 
-from labs.harness import launcher
+from labs.harness.launch import launcher
 from labs.welcome import first_all_reduce
 
 
@@ -232,7 +232,7 @@ def bench_algorithms(world_sizes=(2, 4), sizes=None, names=None, reps=15, warmup
 
 
 def print_algorithms_table(rows, names, reps):
-    from labs.harness.timing import compare
+    from labs.harness.notebook.timing import compare
     print(f"\nall-reduce algorithms vs dist.all_reduce (gloo), float32, {reps} interleaved "
           f"repetitions, slowest rank; ratio = gloo median / median (> 1: faster than gloo)")
     others = [n for n in names if n != "all_reduce"]

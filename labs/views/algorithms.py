@@ -9,10 +9,10 @@ import matplotlib.pyplot as plt
 import labs.algorithms as lab
 from labs import WorkerError, launch, launch_exercise
 from labs.harness.bench import format_size
-from labs.harness.exercises import SOLUTIONS_ENV
-from labs.harness.plots import COLORS
-from labs.harness.timing import compare
-from labs.harness.unsolved import unsolved_exercise
+from labs.harness.ranks.exercises import SOLUTIONS_ENV
+from labs.harness.notebook.plots import COLORS
+from labs.harness.notebook.timing import compare
+from labs.harness.launch.unsolved import unsolved_exercise
 
 KIB, MIB = 1 << 10, 1 << 20
 

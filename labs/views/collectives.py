@@ -7,9 +7,9 @@ from matplotlib.figure import Figure
 
 import labs.collectives as lab
 from labs import launch_exercise
-from labs.harness.plots import timeline
-from labs.harness.stepper import detached_axes
-from labs.harness.timing import compare
+from labs.harness.notebook.plots import timeline
+from labs.harness.notebook.stepper import detached_axes
+from labs.harness.notebook.timing import compare
 
 COLORS = {"P2P (yours)": "tab:orange", "torch.distributed": "tab:green"}
 

@@ -9,8 +9,8 @@ from IPython.display import display
 
 from labs import HangError, WorkerError, launch, launch_exercise
 from labs.deadlocks import PATTERNS, explore_worker
-from labs.harness.gloo_text import gloo_message
-from labs.harness.plots import timeline_figure
+from labs.harness.ranks.gloo_text import gloo_message
+from labs.harness.notebook.plots import timeline_figure
 
 
 def abort_reason(exc):

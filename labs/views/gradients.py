@@ -64,7 +64,7 @@ def step_seconds(per_rank, warmup=1):
 
 
 def plot_step_times(table, title):
-    """A Comparison (labs.harness.timing.compare): median per method, bar = range."""
+    """A Comparison (labs.harness.notebook.timing.compare): median per method, bar = range."""
     names = list(table.spreads)
     med = [table.spreads[n].median * 1e3 for n in names]
     low = [m - table.spreads[n].low * 1e3 for m, n in zip(med, names)]

@@ -12,8 +12,8 @@ from matplotlib.ticker import FixedLocator, NullLocator
 import labs.ring as lab
 from labs import launch_exercise
 from labs.harness.bench import format_size
-from labs.harness.plots import timeline
-from labs.harness.timing import compare
+from labs.harness.notebook.plots import timeline
+from labs.harness.notebook.timing import compare
 
 # One colour per variant, in every figure of the lesson.
 COLORS = {"naive": "tab:gray", "pass-along": "tab:brown", "ring": "tab:blue",

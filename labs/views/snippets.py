@@ -6,7 +6,7 @@ import inspect
 import torch.distributed.distributed_c10d as c10d
 
 from labs.claims.common import abort_reason
-from labs.harness.plots import match_pairs
+from labs.harness.notebook.plots import match_pairs
 
 
 def show(fn):

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import torch
 
-from labs.harness.cli import format_result
-from labs.harness.exercises import SOLUTIONS_ENV, Unsolved, unsolved_of
+from labs.harness.commands.cli import format_result
+from labs.harness.ranks.exercises import SOLUTIONS_ENV, Unsolved, unsolved_of
 from labs.harness.grading import (GradeFailure, check_close, check_p2p_only, implementation,
                                   p2p_ops)
 from labs.harness.grading.run import unsolved_failure
-from labs.harness.tracing import Event
+from labs.harness.ranks.tracing import Event
 
 WORLD_SIZE = 3          # odd: uneven ring chunks
 NUMEL = 7               # not a multiple of WORLD_SIZE
@@ -39,7 +39,7 @@ def probe(out_dir: str, *impls: str):
     work that raises (numel -1: torch.arange raises once the group is joined); record."""
     import torch.distributed as dist
     import torch.distributed.distributed_c10d as c10d
-    from labs.harness import tracing
+    from labs.harness.ranks import tracing
 
     rank, calls = int(os.environ["RANK"]), []
     real = {name: getattr(c10d, name) for name in ("init_process_group", "destroy_process_group")}

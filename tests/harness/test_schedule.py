@@ -1,5 +1,5 @@
 """The schedule checker (labs/harness/schedule/) against real gloo runs, and the timelines
-(labs/harness/plots.py).
+(labs/harness/notebook/plots.py).
 
 Every schedule below is checked twice: `check` predicts its outcome without a worker,
 then `execute` runs it on real gloo workers; the prediction must equal what really
@@ -15,11 +15,11 @@ import torch
 
 from labs import launch
 from labs.harness import schedule as sc
-from labs.harness.plots import describe_moment, match_pairs, moments, scrub, summary, timeline
+from labs.harness.notebook.plots import describe_moment, match_pairs, moments, scrub, summary, timeline
 from labs.harness.schedule import (barrier, batch, check, compute, execute, from_trace, irecv,
                                    isend, recv, send, wait)
 from labs.harness.schedule.drawing import draw, step_through
-from labs.harness.tracing import Event
+from labs.harness.ranks.tracing import Event
 
 
 def _early_wait(peer):

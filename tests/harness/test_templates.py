@@ -7,7 +7,7 @@ import pytest
 import labs.harness.templates.lesson as lesson
 import labs.harness.templates.solution as solution
 from labs import launch
-from labs.harness.exercises import exercises_in
+from labs.harness.ranks.exercises import exercises_in
 from labs.harness.grading import GradeFailure
 from tests.graders import template
 from tests.harness.test_exercise_contract import assert_is_a_stub

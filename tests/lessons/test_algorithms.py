@@ -239,7 +239,7 @@ def test_choice_and_thresholds_follow_the_model():
 
 
 def calibrate_worker(rank, world_size):
-    from labs.harness import tracing
+    from labs.harness.ranks import tracing
     dist.barrier()
     model = lab.calibrate(sizes=[1 << 10, 1 << 16, 1 << 20], reps=2)
     return model, [e.op for e in tracing.TRACER.events]

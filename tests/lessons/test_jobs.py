@@ -14,7 +14,7 @@ import pytest
 import labs.jobs as lab
 import labs.views.jobs as view
 from labs import launch
-from labs.harness.exercises import SOLUTIONS_ENV
+from labs.harness.ranks.exercises import SOLUTIONS_ENV
 from labs.harness.grading import GradeFailure
 from tests.graders.test_jobs import check_ring_job, run_probe
 from tests.procs import alive
@@ -142,7 +142,7 @@ def _job(*, timeout=True, destroy_on_error=True, reduce=None):
     import torch
     import torch.distributed as dist
     import labs.ring
-    from labs.harness.cli import format_result
+    from labs.harness.commands.cli import format_result
 
     def ring_job(numel=6, timeout_s=30.0):
         kwargs = {"timeout": datetime.timedelta(seconds=timeout_s)} if timeout else {}

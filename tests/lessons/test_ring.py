@@ -53,7 +53,7 @@ def test_first_values_and_demo():
 
 def bytes_per_variant(rank, world_size, variants, numel):
     """Worker: bytes this rank's isends carried in one run of each variant (from the trace)."""
-    from labs.harness import tracing
+    from labs.harness.ranks import tracing
     out = {}
     for variant in variants:
         tracing.TRACER.events.clear()
@@ -90,7 +90,7 @@ def test_alpha_beta_fit_and_bandwidth_definitions():
 
 def rotation_order(rank, world_size, reps):
     """Worker: the order in which time_on_ranks called three functions, and its result."""
-    from labs.harness.measure import time_on_ranks
+    from labs.harness.ranks.measure import time_on_ranks
     order = []
     calls = {name: (lambda name=name: order.append(name)) for name in "abc"}
     return order, time_on_ranks(calls, reps, warmup=1)

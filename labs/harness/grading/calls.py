@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from labs.harness import tracing
+from labs.harness.ranks import tracing
 from labs.harness.grading.run import GradeFailure
-from labs.harness.tracing import Event
+from labs.harness.ranks.tracing import Event
 
 WATCHED_LABEL = "matmul seen by the grader"
 

@@ -1,6 +1,6 @@
 """The test side of a grader, part 2: checks on the method, from the trace.
 
-Each takes a list of `labs.harness.tracing.Event`: the calls one `Call` made
+Each takes a list of `labs.harness.ranks.tracing.Event`: the calls one `Call` made
 (`call.events`) or a whole launch's trace (`results.trace`), and raises GradeFailure
 saying what the lesson expected and what the trace shows.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 from labs.harness.grading.run import GradeFailure
-from labs.harness.tracing import P2P_OPS
+from labs.harness.ranks.tracing import P2P_OPS
 
 SENDS, RECVS = ("send", "isend"), ("recv", "irecv")
 # What a rank may do besides point-to-point ops while it runs a point-to-point exercise:

@@ -16,11 +16,11 @@ from matplotlib.colors import to_rgba
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyBboxPatch, Patch
 
-from labs.harness.plots import COLORS
+from labs.harness.notebook.plots import COLORS
 from labs.harness.schedule.language import Batch
 from labs.harness.schedule.program import Schedule, as_schedule
 from labs.harness.schedule.report import Report, check
-from labs.harness.stepper import step_slider
+from labs.harness.notebook.stepper import step_slider
 
 
 def _size(sched, cells) -> tuple:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from labs.harness.calls import wrap_calls
+from labs.harness.ranks.calls import wrap_calls
 from labs.harness.schedule.language import Batch, Collective, Compute, Op, Wait
 
 

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 import torch
 import torch.distributed as dist
 
-from labs.harness import tracing
-from labs.harness.launcher import HangError, WorkerError, launch
-from labs.harness.messages import describe_statuses
+from labs.harness.ranks import tracing
+from labs.harness.launch.launcher import HangError, WorkerError, launch
+from labs.harness.launch.messages import describe_statuses
 from labs.harness.schedule.language import Batch, batch, irecv, isend, wait
 from labs.harness.schedule.program import P2P, Schedule, as_schedule
 from labs.harness.schedule.report import check
-from labs.harness.tracing import span
+from labs.harness.ranks.tracing import span
 
 HANG_TIMEOUT = 2.0      # execute(): launch timeout for a schedule predicted to hang
 

@@ -1,4 +1,4 @@
-"""From a real run's trace (`labs.harness.tracing.Event` list) back to a schedule."""
+"""From a real run's trace (`labs.harness.ranks.tracing.Event` list) back to a schedule."""
 from __future__ import annotations
 
 from collections import defaultdict

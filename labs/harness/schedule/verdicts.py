@@ -9,7 +9,7 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass
 
-from labs.harness.calls import fifo_pairs
+from labs.harness.ranks.calls import fifo_pairs
 from labs.harness.schedule.language import Batch, itemsize
 from labs.harness.schedule.program import Schedule, unpaired_self_ops
 from labs.harness.schedule.simulation import Simulation

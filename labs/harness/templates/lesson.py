@@ -9,8 +9,8 @@ notebooks/NN_<topic>.ipynb (its code does `import labs.<module> as lab`), and a 
 the README's lesson table. Nothing else: the tests find the lesson from its notebook.
 Delete this paragraph once copied.
 """
-from labs.harness import cli
-from labs.harness.exercises import exercise, todo
+from labs.harness.commands import cli
+from labs.harness.ranks.exercises import exercise, todo
 
 
 def partners(rank, world_size):

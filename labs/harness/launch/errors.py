@@ -18,9 +18,9 @@ import re
 import signal
 import sys
 
-from labs.harness.messages import describe_statuses
-from labs.harness.output import abort_lines
-from labs.harness.spec import JOIN_TIMEOUT
+from labs.harness.launch.messages import describe_statuses
+from labs.harness.launch.output import abort_lines
+from labs.harness.launch.spec import JOIN_TIMEOUT
 
 _GLOO_TIMEOUT = re.compile(r"[Tt]imed out|timeout caused pair closure|Timeout")
 _COLLATERAL = re.compile(r"Connection closed by peer|Connection reset by peer|Broken pipe")
@@ -46,7 +46,7 @@ class WorkerError(_Readable, RuntimeError):
     `.ranks` (the ranks that failed first), `.causes` (rank -> "ValueError: ..." or
     "was killed by signal SIGABRT"), `.tracebacks` (rank -> text), `.statuses` (rank ->
     RankStatus), `.outputs` (rank -> what it printed), `.trace` (the calls each rank made),
-    `.unsolved` (rank -> labs.harness.exercises.Unsolved, for the ranks among `.ranks` that
+    `.unsolved` (rank -> labs.harness.ranks.exercises.Unsolved, for the ranks among `.ranks` that
     stopped at an exercise's stub: data, not a sentence to parse).
     """
 

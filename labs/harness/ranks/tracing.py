@@ -7,7 +7,7 @@ return, and the common collectives, and records one `Event` per call:
           t_post=0.0012, t_done=0.0031, batch=0, blocking=False)
 
 Two uses:
-  * timelines (`labs.harness.plots.timeline`): when did each rank post and finish each op;
+  * timelines (`labs.harness.notebook.plots.timeline`): when did each rank post and finish each op;
   * hang diagnosis (`labs.HangError`): which op is each rank blocked in right now,
     and which non-blocking ops has it posted that nobody has seen complete.
 
@@ -83,7 +83,7 @@ class Event:
 
 
 class Tracer:
-    """Per-process record of distributed calls. One instance lives in `labs.harness.tracing.TRACER`."""
+    """Per-process record of distributed calls. One instance lives in `labs.harness.ranks.tracing.TRACER`."""
 
     def __init__(self):
         self.rank = 0

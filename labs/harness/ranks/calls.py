@@ -3,7 +3,7 @@
     fifo_pairs(sends, recvs)        which send meets which receive, as gloo matches them
     wrap_calls(head, calls, width)  a rank's calls on lines of at most `width` characters
 
-Used by the timelines (`labs.harness.plots`) and the schedule checker
+Used by the timelines (`labs.harness.notebook.plots`) and the schedule checker
 (`labs.harness.schedule`); no plotting here, so worker processes can import it.
 """
 from __future__ import annotations

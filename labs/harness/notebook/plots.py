@@ -8,7 +8,7 @@
 One lane per rank. Each call is a bar from the moment it was posted to the moment it
 completed: solid for calls the rank's thread sat in (send, recv, wait, collectives),
 pale and hatched for a non-blocking isend/irecv in flight, grey for compute spans marked
-with `labs.harness.tracing.span`. Bars of one rank that overlap in time are stacked inside its
+with `labs.harness.ranks.tracing.span`. Bars of one rank that overlap in time are stacked inside its
 lane (the thread's calls on top, requests in flight below). An arrow joins each send to
 the receive it matched (gloo matches FIFO per (sender, receiver, tag)); it starts when
 both sides had been posted -- the earliest the data could move -- and ends when the
@@ -21,8 +21,8 @@ import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from labs.harness.calls import fifo_pairs, wrap_calls
-from labs.harness.stepper import detached_axes, step_slider
+from labs.harness.ranks.calls import fifo_pairs, wrap_calls
+from labs.harness.notebook.stepper import detached_axes, step_slider
 
 # One palette for every picture of the course: timelines and schedule drawings alike.
 COLORS = {"send": "tab:red", "isend": "tab:red", "recv": "tab:blue", "irecv": "tab:blue",

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from labs.harness.exercises import Unsolved
-from labs.harness.tracing import Event
+from labs.harness.ranks.exercises import Unsolved
+from labs.harness.ranks.tracing import Event
 
 
 @dataclass

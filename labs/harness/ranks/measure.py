@@ -18,7 +18,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from labs.harness import tracing
+from labs.harness.ranks import tracing
 
 
 def time_on_ranks(calls, reps=5, warmup=1, setup=None):
@@ -28,7 +28,7 @@ def time_on_ranks(calls, reps=5, warmup=1, setup=None):
     first; every call starts after a barrier, `setup(name)` (untimed) just before it.
     `warmup` repetitions are not timed. Returns {name: [seconds per repetition]}, where a
     repetition's time is the slowest rank's (a collective is done when its last rank
-    is): the same lists on every rank, for labs.harness.timing.compare in the notebook.
+    is): the same lists on every rank, for labs.harness.notebook.timing.compare in the notebook.
     """
     names = list(calls)
     samples = {name: [] for name in names}

@@ -22,11 +22,11 @@ import torch
 import torch.distributed as dist
 
 import labs.harness
-from labs.harness import tracing
-from labs.harness.exercises import unsolved_of
-from labs.harness.messages import (Failed, Frame, Joined, RankStatus, Release, Returned,
-                                   StatusReply, StatusRequest)
-from labs.harness.spec import JOIN_TIMEOUT, RELEASE_WAIT_IN_WORKER
+from labs.harness.ranks import tracing
+from labs.harness.ranks.exercises import unsolved_of
+from labs.harness.launch.messages import (Failed, Frame, Joined, RankStatus, Release, Returned,
+                                          StatusReply, StatusRequest)
+from labs.harness.launch.spec import JOIN_TIMEOUT, RELEASE_WAIT_IN_WORKER
 
 
 def exc_summary(exc) -> str:

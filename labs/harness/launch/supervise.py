@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 
 import torch.distributed as dist
 
-from labs.harness import worker
-from labs.harness.errors import Interrupted
-from labs.harness.messages import (Failed, Joined, RankStatus, Release, Returned,
-                                   StatusReply, StatusRequest)
-from labs.harness.output import read_outputs
-from labs.harness.spec import (DEATH_REAP, GRACE, JOIN_TIMEOUT, KILL_REAP, RELEASE_WAIT,
-                               STATUS_WAIT, STATUS_WAIT_INTERRUPTED, LaunchSpec)
+from labs.harness.launch import worker
+from labs.harness.launch.errors import Interrupted
+from labs.harness.launch.messages import (Failed, Joined, RankStatus, Release, Returned,
+                                          StatusReply, StatusRequest)
+from labs.harness.launch.output import read_outputs
+from labs.harness.launch.spec import (DEATH_REAP, GRACE, JOIN_TIMEOUT, KILL_REAP, RELEASE_WAIT,
+                                      STATUS_WAIT, STATUS_WAIT_INTERRUPTED, LaunchSpec)
 
 
 @dataclass
