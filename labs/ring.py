@@ -15,8 +15,9 @@ exactly what `dist.all_reduce(tensor)` (SUM) does. Notation, as in the whole cou
 They share one chunking rule (`chunk_bounds`) and one ring orientation: rank r sends to
 r+1 and receives from r-1 (mod p). Worker functions for notebook 05 and for
 `python -m labs.bench ring` follow: comparisons with `dist.all_reduce`, bytes on the wire,
-all-reduce timings. Ping-pong, bandwidths and the alpha-beta model live in labs.harness.ranks.measure
-and are re-exported here (`labs.ring.fit_alpha_beta`, ...).
+all-reduce timings. Ping-pong, bandwidths and the alpha-beta model live in
+labs.harness.ranks.measure; lesson 05 introduces them, so notebook 05 calls them through this
+module (`lab.ping_pong`, `lab.fit_alpha_beta`, ...). Other code imports them from there.
 """
 from __future__ import annotations
 
@@ -28,8 +29,10 @@ import torch.distributed as dist
 
 from labs.harness.commands import cli
 from labs.harness.ranks.exercises import exercise, todo
-from labs.harness.ranks.measure import (algbw, busbw, fit_alpha_beta, ping_pong,  # noqa: F401 (re-exported)
-                          ring_model_seconds, time_on_ranks)
+from labs.harness.ranks.measure import time_on_ranks
+# The lesson's own measuring tools, for notebook 05 (`lab.ping_pong`): names it presents.
+from labs.harness.ranks.measure import (algbw, busbw, fit_alpha_beta, ping_pong,  # noqa: F401
+                                        ring_model_seconds)
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64,
           "bfloat16": torch.bfloat16, "int64": torch.int64}

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 
 import labs.algorithms as lab
 from labs import WorkerError, launch, launch_exercise
-from labs.harness.bench import format_size
+from labs.harness.ranks.measure import format_size
 from labs.harness.ranks.exercises import SOLUTIONS_ENV
 from labs.harness.notebook.plots import COLORS
 from labs.harness.notebook.timing import compare

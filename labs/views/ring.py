@@ -11,7 +11,7 @@ from matplotlib.ticker import FixedLocator, NullLocator
 
 import labs.ring as lab
 from labs import launch_exercise
-from labs.harness.bench import format_size
+from labs.harness.ranks.measure import format_size
 from labs.harness.notebook.plots import timeline
 from labs.harness.notebook.timing import compare
 

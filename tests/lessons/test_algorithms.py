@@ -258,7 +258,7 @@ def test_time_calls_and_the_bench_table(tmp_path):
     names = ["all_reduce", "best", "doubling"]
     res = launch(lab.time_calls, 2, args=(names, [4096], 5, 1), timeout=60, quiet=True)
     assert res[0] == res[1] and all(len(v) == 5 and min(v) > 0 for v in res[0][4096].values())
-    from labs.harness import bench
+    import labs.bench as bench
     out = io.StringIO()
     with redirect_stdout(out):
         bench.main(["algorithms", "--world-sizes", "2", "--sizes", "4K,64K", "--reps", "5",

@@ -122,7 +122,7 @@ def test_time_variants_and_ping_pong_run():
 
 
 def test_bench_ring_prints_table(tmp_path):
-    from labs.harness import bench
+    import labs.bench as bench
     out = io.StringIO()
     with redirect_stdout(out):
         bench.main(["ring", "--world-sizes", "2", "--sizes", "1K,16K", "--reps", "2",
