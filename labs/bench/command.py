@@ -1,10 +1,15 @@
-"""The command line of `python -m labs.bench`: one sub-command per benchmark."""
+"""Benchmarks: scripts that print ratios measured in one run, never timed tests.
+
+    python -m labs.bench               # = ring
+    python -m labs.bench ring          # the course's ring all-reduces vs dist.all_reduce
+    python -m labs.bench launch        # launch start-up: forkserver (the course) vs spawn
+    python -m labs.bench algorithms    # lesson 10's all-reduces and best_all_reduce vs gloo
+"""
 from __future__ import annotations
 
 import argparse
 import sys
 
-import labs.bench
 from labs.bench import algorithms, launch_time, ring
 from labs.harness.ranks.measure import parse_size
 
@@ -47,7 +52,7 @@ def _add_algorithms(sub) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m labs.bench", description=labs.bench.__doc__,
+    parser = argparse.ArgumentParser(prog="python -m labs.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command")
     p = sub.add_parser("launch", help="launch start-up time: forkserver vs spawn")

@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import labs.algorithms as lab
 from labs import WorkerError, launch, launch_exercise
 from labs.harness.ranks.measure import format_size
+from labs.harness.ranks.calls import SENDS
 from labs.harness.ranks.exercises import SOLUTIONS_ENV
 from labs.harness.notebook.plots import COLORS
 from labs.harness.notebook.timing import compare
@@ -122,7 +123,7 @@ def traffic(world_sizes, names, numel):
                 sent = [[s.send[1] - s.send[0] for s in lab.plan(name, r, p, numel)
                          if s.send_to is not None] for r in range(p)]
             else:
-                sent = [[n for op, _, n in r[name] if op in ("send", "isend")] for r in res]
+                sent = [[n for op, _, n in r[name] if op in SENDS] for r in res]
             label = f"{name} (plan)" if name in lab.ALGORITHMS else name
             print(f"  {label:<32}" + "  ".join(f"{len(s)}/{sum(s)}".rjust(11) for s in sent))
 

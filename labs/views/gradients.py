@@ -4,6 +4,7 @@ import dataclasses
 
 import matplotlib.pyplot as plt
 
+from labs.harness.ranks.calls import SENDS
 from labs.ring import bytes_sent
 
 
@@ -24,7 +25,7 @@ def traffic(events, world_size):
     """Per rank, from a trace: {"batches", "sends", "bytes"} it posted/sent."""
     out = []
     for r in range(world_size):
-        sends = [e for e in events if e.rank == r and e.op in ("send", "isend")]
+        sends = [e for e in events if e.rank == r and e.op in SENDS]
         out.append({"batches": len({e.batch for e in sends if e.batch is not None}),
                     "sends": len(sends),
                     "bytes": bytes_sent(sends)})

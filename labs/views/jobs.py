@@ -18,10 +18,8 @@ from labs.harness.notebook.timing import compare, spread
 from labs.harness.commands.torchrun import ROOT, SCRIPTS, JobRun, RankOutput, run_job
 from labs.harness.launch.unsolved import say_unsolved
 
-# Also called as `view.<name>`: by notebook 11 (leftovers, run_two_nodes), by the
-# lesson's tests (the rest).
-from labs.harness.commands.torchrun import (Stack, _marked, _started, leftovers,  # noqa: F401
-                                            main_thread_frames, run_torchrun, run_two_nodes)
+# Notebook 11 calls these as `view.leftovers()`, `view.run_two_nodes(...)`.
+from labs.harness.commands.torchrun import leftovers, run_two_nodes  # noqa: F401
 
 DEBUG_ENV = {"TORCH_DISTRIBUTED_DEBUG": "DETAIL", "TORCH_CPP_LOG_LEVEL": "INFO"}
 

@@ -5,7 +5,7 @@ import inspect
 
 import torch.distributed.distributed_c10d as c10d
 
-from labs.claims.common import abort_reason
+from labs.harness.ranks.gloo_text import abort_reason
 from labs.harness.notebook.plots import match_pairs
 
 

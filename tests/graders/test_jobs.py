@@ -91,10 +91,10 @@ def _plain(value):
 
 def run_probe(out_dir: Path, *impls: str) -> dict[int, dict]:
     """Run `probe` under torchrun; {rank: {impl: cases}}, or a GradeFailure saying why not."""
-    import labs.views.jobs as view
-    run = view.run_torchrun(["--standalone", f"--nproc-per-node={WORLD_SIZE}",
-                             "-m", "tests.graders.test_jobs", str(out_dir), *impls],
-                            env={SOLUTIONS_ENV: "0"}, deadline_s=60 + 40 * len(impls))
+    from labs.harness.commands.torchrun import run_torchrun
+    run = run_torchrun(["--standalone", f"--nproc-per-node={WORLD_SIZE}",
+                        "-m", "tests.graders.test_jobs", str(out_dir), *impls],
+                       env={SOLUTIONS_ENV: "0"}, deadline_s=60 + 40 * len(impls))
     records = {int(p.stem[4:]): json.loads(p.read_text()) for p in out_dir.glob("rank*.json")}
     if sorted(records) != list(range(WORLD_SIZE)):
         tail = "\n".join(r.stderr[-1500:] for r in run.ranks if r.stderr.strip())

@@ -13,7 +13,8 @@ import labs.algorithms as lab
 import labs.views.algorithms as view
 from labs import launch
 from labs.harness.grading import GradeFailure
-from labs.ring import chunk_bounds, make_data
+from labs.harness.ranks.data import seeded
+from labs.ring import chunk_bounds
 from tests.graders import test_algorithms as graders
 
 BODIES = "tests.graders.bodies.algorithms"
@@ -90,7 +91,7 @@ def contract_worker(rank, world_size, names):
     lab.set_model(lab.Model(alpha=1e-4, beta=1e9, gamma=1e-10))
     out = []
     for i, (dtype, shape) in enumerate([(d, s) for d in DTYPES for s in SHAPES]):
-        data = make_data(rank, shape, dtype, seed=i)
+        data = seeded(rank, shape, dtype, seed=i)
         exact, magnitude = data.double().clone(), data.double().abs()
         dist.all_reduce(exact)
         dist.all_reduce(magnitude)
@@ -154,7 +155,7 @@ def test_best_all_reduce_runs_the_plan_the_model_chooses():
 # ----------------------------------------------------------------------------------------
 
 def rooted_worker(rank, world_size, root):
-    data = make_data(rank, (5,), "int64")
+    data = seeded(rank, (5,), "int64")
     expected = data.clone()
     dist.reduce(expected, root)
     tree, star = lab.tree_reduce(data.clone(), root), lab.star_reduce(data.clone(), root)

@@ -64,7 +64,7 @@ class RankOutput:
 
 
 # One line of a py-spy dump. `file` as py-spy prints it: a script's name, or a package path.
-Frame = namedtuple("Frame", "function file line")
+SpyFrame = namedtuple("SpyFrame", "function file line")
 
 
 @dataclass
@@ -74,7 +74,7 @@ class Stack:
     rank: int
     pid: int
     raw: str
-    frames: list[Frame]
+    frames: list[SpyFrame]
 
     def where(self) -> str:
         """The call it is in, then the script's frames: 'send  <-  swap_with (hung_job.py:34)'."""
@@ -346,7 +346,7 @@ def _finish(proc: subprocess.Popen, timeout_s: float = 30.0) -> tuple[str, str, 
     return *proc.communicate(), -9
 
 
-def main_thread_frames(dump: str) -> list[Frame]:
+def main_thread_frames(dump: str) -> list[SpyFrame]:
     """The frames py-spy printed for the main thread, innermost first. py-spy names it
     "MainThread" when the process imported threading; else it is the thread whose id is
     the process's pid (Linux)."""
@@ -356,5 +356,5 @@ def main_thread_frames(dump: str) -> list[Frame]:
         if line.startswith("Thread "):
             in_main = '"MainThread"' in line or bool(pid) and line.startswith(f"Thread {pid[1]} ")
         elif in_main and (found := re.match(r"^\s+(.+?) \((.+):(\d+)\)$", line)):
-            frames.append(Frame(found[1], found[2], int(found[3])))
+            frames.append(SpyFrame(found[1], found[2], int(found[3])))
     return frames

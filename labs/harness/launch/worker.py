@@ -24,8 +24,8 @@ import torch.distributed as dist
 import labs.harness
 from labs.harness.ranks import tracing
 from labs.harness.ranks.exercises import unsolved_of
-from labs.harness.launch.messages import (Failed, Frame, Joined, RankStatus, Release, Returned,
-                                          StatusReply, StatusRequest)
+from labs.harness.launch.messages import (Failed, Frame, Joined, Phase, RankStatus, Release,
+                                          Returned, StatusReply, StatusRequest)
 from labs.harness.launch.spec import JOIN_TIMEOUT, RELEASE_WAIT_IN_WORKER
 
 
@@ -49,7 +49,7 @@ def frames_of(exc) -> list[Frame]:
     return frames
 
 
-def status_now(tracer: tracing.Tracer, phase: str) -> RankStatus:
+def status_now(tracer: tracing.Tracer, phase: Phase) -> RankStatus:
     """A picklable snapshot of what this rank is blocked in and has in flight."""
     blocked, now = tracer.blocked_in, time.perf_counter()
     if blocked is None and tracer.failed_in is not None:     # it raised out of the call
@@ -66,7 +66,7 @@ class _Channel:
     def __init__(self, conn):
         self.conn, self.lock = conn, threading.Lock()
         self.released = threading.Event()
-        self.phase = "connect"
+        self.phase = Phase.CONNECT
 
     def send(self, message) -> None:
         data = pickle.dumps(message)
@@ -161,7 +161,7 @@ def run(rank, spec_bytes, store_port, out_path, conn):
         torch.set_num_threads(spec.threads)
         _join_group(rank, spec.world_size, store_port, spec.pg_timeout)
         channel.send(Joined(rank))
-        channel.phase = "run"
+        channel.phase = Phase.RUN
         message = _returned(rank, spec.fn(rank, spec.world_size, *spec.args), tracer)
     except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
         status = status_now(tracer, channel.phase)

@@ -21,20 +21,19 @@ import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from labs.harness.ranks.calls import fifo_pairs, wrap_calls
+from labs.harness.ranks.calls import RECEIVES, SENDS, fifo_pairs, wrap_calls
 from labs.harness.notebook.stepper import detached_axes, step_slider
 
 # One palette for every picture of the course: timelines and schedule drawings alike.
 COLORS = {"send": "tab:red", "isend": "tab:red", "recv": "tab:blue", "irecv": "tab:blue",
           "wait": "tab:purple", "compute": "tab:gray", "collective": "tab:green"}
-SENDS, RECVS = ("send", "isend"), ("recv", "irecv")
 
 
 def match_pairs(events):
     """[(send_event, recv_event)] matched as gloo does: FIFO per (src, dst, tag).
     Receives from any source (peer None) are not matched: the trace does not say who sent."""
     sends = sorted((e for e in events if e.op in SENDS), key=lambda e: e.t_post)
-    recvs = sorted((e for e in events if e.op in RECVS), key=lambda e: e.t_post)
+    recvs = sorted((e for e in events if e.op in RECEIVES), key=lambda e: e.t_post)
     pairs, _ = fifo_pairs((((e.rank, e.peer, e.tag), e) for e in sends),
                           (((e.peer, e.rank, e.tag), e) for e in recvs))
     return pairs
@@ -43,7 +42,7 @@ def match_pairs(events):
 def _short(e) -> str:
     if e.op in SENDS:
         return f"{e.op}\u2192{e.peer}"
-    if e.op in RECVS:
+    if e.op in RECEIVES:
         return f"{e.op}\u2190{'any' if e.peer is None else e.peer}"
     if e.op == "compute":
         return e.label or "compute"

@@ -18,6 +18,7 @@ from matplotlib.patches import FancyBboxPatch, Patch
 
 from labs.harness.notebook.plots import COLORS
 from labs.harness.schedule.language import Batch
+from labs.harness.schedule.outcomes import Outcome
 from labs.harness.schedule.program import Schedule, as_schedule
 from labs.harness.schedule.report import Report, check
 from labs.harness.notebook.stepper import step_slider
@@ -108,7 +109,7 @@ class _Picture:
         self.pos = {}           # op id, or ("i", rank, call index) -> (x, rank)
         self.cycle_ops = {pid for v in report.verdicts if v.kind == "deadlock" for pid in v.ops}
         self.problem_ops = {pid for v in report.verdicts
-                            if v.kind != "deadlock" and v.outcome != "warning" for pid in v.ops}
+                            if v.kind != "deadlock" and v.outcome != Outcome.WARNING for pid in v.ops}
 
     def happened(self, stamps, key) -> bool:
         return key in stamps and (self.upto is None or stamps[key] <= self.upto)
@@ -189,7 +190,7 @@ class _Picture:
         for r, (kind, pid, _) in self.sim.failure.items():
             if pid is not None and (self.upto is None or self.sim.posted.get(pid, 0) <= self.upto):
                 x, y = self.pos[pid]
-                self.ax.text(x, y + 0.36, "\u2717 " + ("SIGABRT" if kind == "abort" else "raises"),
+                self.ax.text(x, y + 0.36, "\u2717 " + ("SIGABRT" if kind == Outcome.ABORT else "raises"),
                              ha="center", va="top", fontsize=7, color="red", fontweight="bold")
 
 

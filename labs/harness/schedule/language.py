@@ -14,12 +14,14 @@ from dataclasses import dataclass
 
 import torch
 
+from labs.harness.ranks.calls import SENDS
+
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",
           "uint8")
 
 
 def itemsize(dtype: str) -> int:
-    return torch.empty(0, dtype=getattr(torch, dtype)).element_size()
+    return getattr(torch, dtype).itemsize
 
 
 @dataclass(eq=False)
@@ -51,7 +53,7 @@ class Op:
 
     @property
     def is_send(self) -> bool:
-        return self.kind in ("send", "isend")
+        return self.kind in SENDS
 
     @property
     def blocking(self) -> bool:

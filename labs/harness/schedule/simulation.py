@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from labs.harness.schedule.outcomes import Outcome
 from labs.harness.schedule.program import Schedule, unpaired_self_ops
 
 @dataclass
@@ -191,7 +192,7 @@ class Simulation:
                 f"[#{other.index}]")
         if self.backend == "gloo" and ops[q].nbytes < ops[s].nbytes:
             self.completed[s] = self.now
-            self._fail(ops[q].rank, "abort", q,
+            self._fail(ops[q].rank, Outcome.ABORT, q,
                        f"rank {ops[q].rank}'s receive buffer {ops[q].op!r} ({ops[q].nbytes} bytes) "
                        f"is smaller than rank {ops[s].rank}'s message ({ops[s].nbytes} bytes): "
                        f"gloo aborts rank {ops[q].rank} (SIGABRT)")
