@@ -11,7 +11,7 @@ from labs import WorkerError, launch, launch_exercise
 from labs.harness.ranks.measure import format_size
 from labs.harness.ranks.calls import SENDS
 from labs.harness.ranks.exercises import SOLUTIONS_ENV
-from labs.harness.notebook.plots import COLORS
+from labs.harness.notebook.plots import OP_COLORS
 from labs.harness.notebook.timing import compare
 from labs.harness.launch.unsolved import unsolved_exercise
 
@@ -72,11 +72,11 @@ def draw_tree(world_size=8):
         for k, messages in enumerate(rounds, 1):
             for src, dst in messages:
                 ax.annotate("", xy=(k, dst), xytext=(k - 1, src),
-                            arrowprops=dict(arrowstyle="->", color=COLORS["send"], lw=1.2))
+                            arrowprops=dict(arrowstyle="->", color=OP_COLORS["send"], lw=1.2))
                 has[dst] = k
         for rank, k in has.items():
             ax.plot(range(k, len(rounds) + 1), [rank] * (len(rounds) + 1 - k), "o",
-                    color=COLORS["recv"], ms=5)
+                    color=OP_COLORS["recv"], ms=5)
         ax.set_title(f"{name}: {len(rounds)} rounds")
         ax.set_xlabel("round (a rank sends one message per round)")
         ax.set_xticks(range(len(rounds) + 1))

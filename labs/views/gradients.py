@@ -37,7 +37,7 @@ def traffic(events, world_size):
 # ----------------------------------------------------------------------------------------
 
 # One colour per method, in every figure of the lesson.
-COLORS = {"all_to_all": "tab:purple", "ring": "tab:blue", "bucketed": "tab:cyan",
+METHOD_COLORS = {"all_to_all": "tab:purple", "ring": "tab:blue", "bucketed": "tab:cyan",
           "all_reduce": "tab:green", "ddp": "black"}
 
 
@@ -45,7 +45,7 @@ def plot_losses(losses, title):
     """{method: [loss per step]}: one line per method; DDP's with markers."""
     fig, ax = plt.subplots(figsize=(7, 3))
     for m, curve in losses.items():
-        ax.plot(curve, label=m, color=COLORS.get(m), marker="o" if m == "ddp" else None,
+        ax.plot(curve, label=m, color=METHOD_COLORS.get(m), marker="o" if m == "ddp" else None,
                 markersize=3, alpha=0.8)
     ax.set_xlabel("step")
     ax.set_ylabel("loss (global batch)")
@@ -72,7 +72,7 @@ def plot_step_times(table, title):
     high = [table.spreads[n].high * 1e3 - m for m, n in zip(med, names)]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(names) + 1))
     ax.barh(names, med, xerr=[low, high], capsize=3,
-            color=[COLORS.get(n, "tab:gray") for n in names], alpha=0.8)
+            color=[METHOD_COLORS.get(n, "tab:gray") for n in names], alpha=0.8)
     ax.invert_yaxis()
     ax.set_xlabel("ms per training step: median, bar = range over the repetitions")
     ax.set_title(title, loc="left", fontsize=10)

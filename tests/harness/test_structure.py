@@ -48,14 +48,8 @@ LONG_FUNCTIONS = {
         "the launch's resources (store, pipes, processes, folder) opened and released in one try",
     "labs/harness/launch/worker.py:run":
         "a worker's life top to bottom, in the order the module docstring draws it",
-    "labs/harness/schedule/simulation.py:Simulation._advance":
-        "gloo's matching rule in one place: one step of every rank, read as a whole",
-    "labs/harness/schedule/verdicts.py:lonely_verdicts":
-        "one verdict family; its two halves (sends, receives) share the same matching state",
     "labs/claims/jobs.py:torchrun_root_cause_is_the_smallest_whole_second":
         "a claim is one function by the ledger's rule: its own script text is part of it",
-    "labs/views/ring.py:plot_sweep":
-        "one figure of notebook 05, its panels drawn in the order the prose reads them",
     "labs/waiting.py:overlap_timing":
         "a lesson's worker function: the reader reads the measured steps in one place",
     "solutions/ring.py:pipelined_ring_all_reduce":

@@ -25,7 +25,7 @@ from labs.harness.ranks.calls import RECEIVES, SENDS, fifo_pairs, wrap_calls
 from labs.harness.notebook.stepper import detached_axes, step_slider
 
 # One palette for every picture of the course: timelines and schedule drawings alike.
-COLORS = {"send": "tab:red", "isend": "tab:red", "recv": "tab:blue", "irecv": "tab:blue",
+OP_COLORS = {"send": "tab:red", "isend": "tab:red", "recv": "tab:blue", "irecv": "tab:blue",
           "wait": "tab:purple", "compute": "tab:gray", "collective": "tab:green"}
 
 
@@ -50,7 +50,7 @@ def _short(e) -> str:
 
 
 def _color(e) -> str:
-    return COLORS.get(e.op, COLORS["collective"])
+    return OP_COLORS.get(e.op, OP_COLORS["collective"])
 
 
 def _rows(events, end):
@@ -208,16 +208,16 @@ def _kind(e) -> str:
 
 def _legend(kinds: set, arrows: bool, never: bool) -> list:
     """Only the kinds this run has (a legend entry with nothing drawn is noise)."""
-    entries = [("send", Patch(facecolor=COLORS["send"], alpha=0.85, label="send (blocking)")),
-               ("isend", Patch(facecolor=COLORS["isend"], alpha=0.4, hatch="//",
+    entries = [("send", Patch(facecolor=OP_COLORS["send"], alpha=0.85, label="send (blocking)")),
+               ("isend", Patch(facecolor=OP_COLORS["isend"], alpha=0.4, hatch="//",
                                label="isend in flight")),
-               ("recv", Patch(facecolor=COLORS["recv"], alpha=0.85, label="recv (blocking)")),
-               ("irecv", Patch(facecolor=COLORS["irecv"], alpha=0.4, hatch="//",
+               ("recv", Patch(facecolor=OP_COLORS["recv"], alpha=0.85, label="recv (blocking)")),
+               ("irecv", Patch(facecolor=OP_COLORS["irecv"], alpha=0.4, hatch="//",
                                label="irecv in flight")),
-               ("wait", Patch(facecolor=COLORS["wait"], alpha=0.85, label="wait")),
-               ("collective", Patch(facecolor=COLORS["collective"], alpha=0.85,
+               ("wait", Patch(facecolor=OP_COLORS["wait"], alpha=0.85, label="wait")),
+               ("collective", Patch(facecolor=OP_COLORS["collective"], alpha=0.85,
                                     label="collective")),
-               ("compute", Patch(facecolor=COLORS["compute"], alpha=0.85, label="compute (span)"))]
+               ("compute", Patch(facecolor=OP_COLORS["compute"], alpha=0.85, label="compute (span)"))]
     handles = [patch for kind, patch in entries if kind in kinds]
     if arrows and kinds & {"send", "recv", "isend", "irecv"}:
         handles.append(Line2D([], [], color="black", marker=">", markersize=5,

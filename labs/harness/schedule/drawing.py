@@ -16,7 +16,7 @@ from matplotlib.colors import to_rgba
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyBboxPatch, Patch
 
-from labs.harness.notebook.plots import COLORS
+from labs.harness.notebook.plots import OP_COLORS
 from labs.harness.schedule.language import Batch
 from labs.harness.schedule.outcomes import Outcome
 from labs.harness.schedule.program import Schedule, as_schedule
@@ -123,7 +123,7 @@ class _Picture:
         else:
             started = self.happened(sim.started, (r, ins.index))
             done = self.happened(sim.finished, (r, ins.index))
-        face, alpha, edge, lw, ls = COLORS[kind], 0.9, "black", 0.6, "-"
+        face, alpha, edge, lw, ls = OP_COLORS[kind], 0.9, "black", 0.6, "-"
         if not started:
             face, alpha, edge, ls = "white", 1.0, "#999999", "--"
         elif not done:
@@ -214,11 +214,11 @@ def _title(report, upto, title) -> str:
 
 
 def _legend() -> list:
-    return [Patch(facecolor=COLORS["send"], label="send"),
-            Patch(facecolor=COLORS["recv"], label="recv"),
-            Patch(facecolor=COLORS["wait"], label="wait"),
+    return [Patch(facecolor=OP_COLORS["send"], label="send"),
+            Patch(facecolor=OP_COLORS["recv"], label="recv"),
+            Patch(facecolor=OP_COLORS["wait"], label="wait"),
             Patch(facecolor="white", edgecolor="#999999", linestyle="--", label="not reached"),
-            Patch(facecolor=COLORS["send"], alpha=0.35, label="posted, not complete"),
+            Patch(facecolor=OP_COLORS["send"], alpha=0.35, label="posted, not complete"),
             Line2D([], [], color="black", marker=">", label="matched pair"),
             Line2D([], [], color="red", linestyle="--", marker=">", label="waits for (deadlock)"),
             Patch(facecolor="white", edgecolor="red", linewidth=2, label="blocked forever"),

@@ -57,6 +57,8 @@ class Simulation:
 
     # -- one rank takes one step ------------------------------------------------------
     def _advance(self, r) -> bool:
+        """One step of rank `r`: finish its program, start its next call, or return from
+        the call it is in. False: it cannot move now."""
         prog = self.s.instrs[r]
         if self.pc[r] >= len(prog):
             self.state[r] = "done"
@@ -65,35 +67,7 @@ class Simulation:
         ins = prog[self.pc[r]]
         key = (r, ins.index)
         if key not in self.started:
-            self.started[key] = self.now
-            notes = []
-            lone = [pid for pid in ins.post if pid in self.unpaired_self]
-            if lone:
-                p = self.s.ops[lone[0]]
-                for pid in ins.post:
-                    self.posted[pid] = self.now
-                self._fail(r, "self", lone[0], f"rank {r} calls {ins.text}: {p.op!r} "
-                           f"{'sends to' if p.send else 'receives from'} itself without the "
-                           f"matching {'receive from' if p.send else 'send to'} itself in the "
-                           f"same call: NCCL rejects the group (ncclInvalidUsage), the call "
-                           f"raises")
-                return True
-            for pid in ins.post:
-                note = self._post(pid)
-                if self.state[r] != "running":
-                    return True
-                notes.append(note)
-            if ins.collective:
-                k = self.ncoll[r]
-                self.ncoll[r] += 1
-                self.coll_of[key] = k
-                self.arrivals[k][r] = ins.collective
-            if self._done(ins):
-                self.finished[key] = self.now
-                self.pc[r] += 1
-                self.log(r, self._describe_call(r, ins, notes, returned=True))
-            else:
-                self.log(r, self._describe_call(r, ins, notes, returned=False))
+            self._start(r, ins, key)
             return True
         if self._done(ins):
             self.finished[key] = self.now
@@ -101,6 +75,39 @@ class Simulation:
             self.log(r, f"rank {r} returns from {ins.text}")
             return True
         return False
+
+    def _start(self, r, ins, key) -> None:
+        """Rank `r` enters call `ins`: post its ops, join its collective, return at once
+        if nothing in it needs to wait."""
+        self.started[key] = self.now
+        notes = []
+        lone = [pid for pid in ins.post if pid in self.unpaired_self]
+        if lone:
+            p = self.s.ops[lone[0]]
+            for pid in ins.post:
+                self.posted[pid] = self.now
+            self._fail(r, "self", lone[0], f"rank {r} calls {ins.text}: {p.op!r} "
+                       f"{'sends to' if p.send else 'receives from'} itself without the "
+                       f"matching {'receive from' if p.send else 'send to'} itself in the "
+                       f"same call: NCCL rejects the group (ncclInvalidUsage), the call "
+                       f"raises")
+            return
+        for pid in ins.post:
+            note = self._post(pid)
+            if self.state[r] != "running":
+                return
+            notes.append(note)
+        if ins.collective:
+            k = self.ncoll[r]
+            self.ncoll[r] += 1
+            self.coll_of[key] = k
+            self.arrivals[k][r] = ins.collective
+        if self._done(ins):
+            self.finished[key] = self.now
+            self.pc[r] += 1
+            self.log(r, self._describe_call(r, ins, notes, returned=True))
+        else:
+            self.log(r, self._describe_call(r, ins, notes, returned=False))
 
     def _describe_call(self, r, ins, notes, returned):
         if ins.compute:

@@ -160,9 +160,16 @@ def _buffer_mismatch(s, q, backend) -> tuple:
 def lonely_verdicts(sched, sim, matching, backend, excluded):
     """Ops that match nothing. A send and a receive between the same two ranks that differ
     only in tag are one verdict: a tag mismatch."""
-    out, ops = [], sched.ops
-    lone = [p for p in ops if p.id not in matching and p.id not in excluded]
-    for q in [p for p in lone if not p.send and p.peer is not None and backend == "gloo"]:
+    lone = [p for p in sched.ops if p.id not in matching and p.id not in excluded]
+    out = _tag_mismatches(lone, sim) if backend == "gloo" else []
+    return out + [_unmatched(p, sim, backend) for p in lone]
+
+
+def _tag_mismatches(lone, sim) -> list:
+    """On gloo: a lone receive and a lone send between the same ranks with another tag, as
+    one verdict each pair (the pair is taken out of `lone`)."""
+    out = []
+    for q in [p for p in lone if not p.send and p.peer is not None]:
         s = next((p for p in lone if p.send and p.rank == q.peer and p.peer == q.rank
                   and p.tag != q.tag), None)
         if s is None:
@@ -178,28 +185,31 @@ def lonely_verdicts(sched, sim, matching, backend, excluded):
                                             "for them, so the message is silently lost."),
             Outcome.HANG if waited else Outcome.SILENT, s.id in sim.posted or q.id in sim.posted,
             "NCCL ignores tags: these two match there.", (s.id, q.id)))
-    for p in lone:
-        tag = f" with tag {p.tag}" if backend == "gloo" else ""
-        if p.send:
-            why = f"no receive on rank {p.peer} from rank {p.rank}{tag} is left to match it"
-        else:
-            src = "any rank" if p.peer is None else f"rank {p.peer}"
-            why = f"no send from {src} to rank {p.rank}{tag} is left to match it"
-        if p.waited:
-            rule = " (a send completes only once its receive is posted)" if p.send else ""
-            tail, outcome = f": it waits forever{rule}.", Outcome.HANG
-        else:
-            tail = (": nothing waits for it, so the program goes on and the message is lost."
-                    if p.send else ": nothing waits for it, so the program goes on with a "
-                    "buffer that was never written.")
-            outcome = Outcome.SILENT
-        out.append(Verdict(
-            "unmatched_send" if p.send else "unmatched_recv", (p.rank,),
-            f"{p.where()}: {why}{tail}", outcome, p.id in sim.posted,
-            "the same on NCCL, where the first call between two ranks also sets up their "
-            "communicator, which needs both: even an op nobody waits for can hang there "
-            "(pytorch#108378).", (p.id,)))
     return out
+
+
+def _unmatched(p, sim, backend) -> Verdict:
+    """One op no partner is left for: it hangs if waited for, else it is silently lost."""
+    tag = f" with tag {p.tag}" if backend == "gloo" else ""
+    if p.send:
+        why = f"no receive on rank {p.peer} from rank {p.rank}{tag} is left to match it"
+    else:
+        src = "any rank" if p.peer is None else f"rank {p.peer}"
+        why = f"no send from {src} to rank {p.rank}{tag} is left to match it"
+    if p.waited:
+        rule = " (a send completes only once its receive is posted)" if p.send else ""
+        tail, outcome = f": it waits forever{rule}.", Outcome.HANG
+    else:
+        tail = (": nothing waits for it, so the program goes on and the message is lost."
+                if p.send else ": nothing waits for it, so the program goes on with a "
+                "buffer that was never written.")
+        outcome = Outcome.SILENT
+    return Verdict(
+        "unmatched_send" if p.send else "unmatched_recv", (p.rank,),
+        f"{p.where()}: {why}{tail}", outcome, p.id in sim.posted,
+        "the same on NCCL, where the first call between two ranks also sets up their "
+        "communicator, which needs both: even an op nobody waits for can hang there "
+        "(pytorch#108378).", (p.id,))
 
 
 
