@@ -14,7 +14,7 @@ from labs.harness.schedule.outcomes import Outcome
 from labs.harness.schedule.program import Schedule, unpaired_self_ops
 
 @dataclass
-class Step:
+class SimulationStep:
     n: int
     rank: int | None
     text: str
@@ -36,11 +36,11 @@ class Simulation:
         self.arrivals = defaultdict(dict)        # collective k -> {rank: name}
         self.coll_of = {}            # (rank, index) -> k
         self.ncoll = {r: 0 for r in self.ranks}
-        self.steps: list[Step] = []
+        self.steps: list[SimulationStep] = []
         self.unpaired_self = unpaired_self_ops(sched) if backend == "nccl" else set()
 
     def log(self, rank, text):
-        self.steps.append(Step(len(self.steps), rank, text))
+        self.steps.append(SimulationStep(len(self.steps), rank, text))
 
     @property
     def now(self):
