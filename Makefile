@@ -49,7 +49,7 @@ reset: $(STAMP)
 	$(BIN)/python -m labs.harness.commands.copies --reset $(LESSON)
 
 test: $(STAMP) browser-deps lint
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --durations=25
 
 # The linter (settings in pyproject.toml); `make test` runs it first.
 lint: $(STAMP)

@@ -58,6 +58,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("launch", help="launch start-up time: forkserver vs spawn")
     p.add_argument("--world-size", type=int, default=4)
     p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--spawn-repeats", type=int, default=3)
     _add_ring(sub)
     _add_algorithms(sub)
     return parser
@@ -69,7 +70,7 @@ def main(argv=None):
         argv.insert(0, "ring")     # `python -m labs.bench [options]` means the ring benchmark
     opts = parser().parse_args(argv)
     if opts.command == "launch":
-        launch_time.bench_launch(opts.world_size, opts.repeats)
+        launch_time.bench_launch(opts.world_size, opts.repeats, opts.spawn_repeats)
         return
     world_sizes = [int(n) for n in _comma_list(opts.world_sizes)]
     sizes = [parse_size(s) for s in _comma_list(opts.sizes)]

@@ -1,32 +1,32 @@
 """`python -m labs.bench launch`: how long a launch takes to start, forkserver vs spawn."""
 from __future__ import annotations
 
-import datetime
 import statistics
 import time
 
 import torch.distributed as dist
 import torch.multiprocessing as tmp
 
+from labs.harness.launch import rendezvous
 from labs.harness.launch.launcher import launch
 from labs.welcome import first_all_reduce
 
-# The rendezvous store's patience: a spawned child imports torch before it joins.
-STORE_TIMEOUT = datetime.timedelta(seconds=60)
+# The rendezvous store's patience, in seconds: a spawned child imports torch before it joins.
+STORE_TIMEOUT = 60.0
 
 
 def _spawn_launch(world_size):
     """The textbook way: torch.multiprocessing.spawn, children re-import torch each time.
 
-    Rendezvous through a fresh TCPStore like launch() does, so only the start method differs.
+    Rendezvous through a fresh loopback store like launch() does, so only the start method
+    differs.
     """
-    store = dist.TCPStore("127.0.0.1", 0, world_size, is_master=True, wait_for_workers=False,
-                          timeout=STORE_TIMEOUT)
+    store = rendezvous.open_store(world_size, STORE_TIMEOUT)
     tmp.spawn(_spawn_worker, args=(world_size, store.port), nprocs=world_size, join=True)
 
 
 def _spawn_worker(rank, world_size, port):
-    store = dist.TCPStore("127.0.0.1", port, world_size, is_master=False, timeout=STORE_TIMEOUT)
+    store = rendezvous.join_store(port, world_size, STORE_TIMEOUT)
     dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size)
     first_all_reduce(rank, world_size)
     dist.destroy_process_group()

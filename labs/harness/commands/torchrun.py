@@ -39,6 +39,10 @@ ROOT = COURSE_ROOT
 SCRIPTS = ROOT / "labs" / "scripts"
 MARKER = "P2P_COURSE_JOB"           # every process of a job inherits it
 GRACE_S = 5.0                      # after SIGTERM, torchrun's time to stop its workers
+# After one node failed, the others' time to exit by themselves before they are read and
+# stopped: an agent whose ranks all succeeded waits in its exit barrier for every other agent
+# (torch's exit_barrier_timeout: 300 s), so it would look hung for five minutes.
+OTHERS_GRACE_S = 3.0
 _runs = itertools.count()
 
 
@@ -94,6 +98,9 @@ class JobRun:
     ranks: list[RankOutput]         # in rank order, every node
     summaries: list[str]            # torchrun's own stderr, one per torchrun
     stacks: dict[int, Stack] = field(default_factory=dict)
+    # node index -> its torchrun's own stack, for a node still running OTHERS_GRACE_S after
+    # another node failed (then stopped): where the agent waited
+    left_waiting: dict[int, Stack] = field(default_factory=dict)
 
     @property
     def succeeded(self) -> bool:
@@ -107,9 +114,16 @@ class JobRun:
             print(r.stdout, end="")
             if stderr and r.stderr.strip():
                 print(f"--- rank {r.rank} stderr ---\n{r.stderr.rstrip()}")
-        codes = ", ".join("stopped at the deadline" if c is None else str(c)
-                          for c in self.returncodes)
+        codes = ", ".join("stopped" if i in self.left_waiting else
+                          "stopped at the deadline" if c is None else str(c)
+                          for i, c in enumerate(self.returncodes))
         print(f"exit code{'s' if len(self.returncodes) > 1 else ''}: {codes}")
+        failed = [i for i, c in enumerate(self.returncodes) if c not in (None, 0)]
+        for node, stack in self.left_waiting.items():
+            agent = next((f for f in stack.frames if "elastic/agent" in f.file), None)
+            where = f": its torchrun waited in {agent.function} ({agent.file})" if agent else ""
+            print(f"node {node} was still running {OTHERS_GRACE_S:g} s after node "
+                  f"{', '.join(map(str, failed))} failed{where}; stopped")
 
 
 # -- the processes ---------------------------------------------------------------------------
@@ -248,7 +262,8 @@ def _run(node_args, shown, env, deadline_s, nproc_to_dump=0) -> JobRun:
     try:
         with _started(node_args, env, base) as nodes:
             stacks = _stuck_stacks(nodes[0], nproc_to_dump, until) if nproc_to_dump else {}
-            stopped = {i for i, node in enumerate(nodes) if node.wait(until) is None}
+            left_waiting = _wait_all(nodes, until)
+            stopped = {i for i, node in enumerate(nodes) if node.proc.poll() is None}
         ranks, summaries = [], []
         for node in nodes:
             outputs, summary = node.outputs()
@@ -256,7 +271,27 @@ def _run(node_args, shown, env, deadline_s, nproc_to_dump=0) -> JobRun:
     finally:
         shutil.rmtree(base, ignore_errors=True)
     codes = [None if i in stopped else node.proc.returncode for i, node in enumerate(nodes)]
-    return JobRun(shown, codes, sorted(ranks, key=lambda r: r.rank), summaries, stacks)
+    return JobRun(shown, codes, sorted(ranks, key=lambda r: r.rank), summaries, stacks,
+                  left_waiting)
+
+
+def _wait_all(nodes: list[_Torchrun], until: float) -> dict[int, Stack]:
+    """Wait for every node until `until`; once one has failed, the others only
+    OTHERS_GRACE_S more. Returns the stacks of the torchruns then still running."""
+    while time.monotonic() < until:
+        codes = [node.proc.poll() for node in nodes]
+        if None not in codes:
+            return {}
+        if any(code not in (None, 0) for code in codes):
+            until = min(until, time.monotonic() + OTHERS_GRACE_S)
+            while time.monotonic() < until and any(n.proc.poll() is None for n in nodes):
+                time.sleep(0.05)
+            waiting = {i: n.proc.pid for i, n in enumerate(nodes) if n.proc.poll() is None}
+            with contextlib.suppress(RuntimeError, PermissionError):
+                return py_spy_dump(waiting) if waiting else {}
+            return {i: Stack(i, pid, "", []) for i, pid in waiting.items()}
+        time.sleep(0.05)
+    return {}
 
 
 # -- running jobs ----------------------------------------------------------------------------

@@ -10,7 +10,8 @@ process group initialised; `launch` returns their return values in rank order. H
     torch preloaded in the server: the first launch pays for importing torch once, every
     later launch forks a ready process (`python -m labs.bench launch` measures both).
   * each launch gets a private rendezvous: a TCPStore that the parent opens on a port the
-    OS picks, so parallel launches (two notebooks, parallel tests) never collide.
+    OS picks, so parallel launches (two notebooks, parallel tests) never collide; it and
+    the workers' gloo listeners are on 127.0.0.1 only (rendezvous.py).
   * each worker's stdout/stderr goes to its own file and is replayed after the run in
     rank order, so a cell prints the same thing every time.
   * a worker exception, a worker death and a hang each become one clear exception here;

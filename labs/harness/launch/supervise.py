@@ -7,7 +7,6 @@ Whatever happens, every worker is killed and reaped before it returns.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import multiprocessing.connection
 import os
 import pickle
@@ -16,13 +15,12 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-import torch.distributed as dist
-
 from labs.harness.launch import worker
 from labs.harness.launch.errors import Interrupted
 from labs.harness.launch.messages import (Failed, Hang, Joined, Phase, RankStatus, Release,
                                           Returned, StatusReply, StatusRequest)
 from labs.harness.launch.output import read_outputs
+from labs.harness.launch.rendezvous import open_store
 from labs.harness.launch.spec import (DEATH_REAP, GRACE, JOIN_TIMEOUT, KILL_REAP, RELEASE_WAIT,
                                       STATUS_WAIT, STATUS_WAIT_INTERRUPTED, LaunchSpec)
 
@@ -54,9 +52,8 @@ def run_workers(ctx, spec: LaunchSpec, on_started=None) -> Attempt:
     can fail), so a caller can account for them even if this raises (Interrupted)."""
     world_size = spec.world_size
     out_dir = tempfile.mkdtemp(prefix="p2p-launch-")
-    # The rendezvous: a store only this launch knows the port of.
-    store = dist.TCPStore("127.0.0.1", 0, world_size, is_master=True, wait_for_workers=False,
-                          timeout=datetime.timedelta(seconds=JOIN_TIMEOUT))
+    # The rendezvous: a store only this launch knows the port of, on loopback only.
+    store = open_store(world_size, JOIN_TIMEOUT)
     spec_bytes = pickle.dumps(spec)
     pipes = [ctx.Pipe(duplex=True) for _ in range(world_size)]
     procs = []

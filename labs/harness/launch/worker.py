@@ -26,6 +26,7 @@ from labs.harness.ranks import tracing
 from labs.harness.ranks.exercises import unsolved_of
 from labs.harness.launch.messages import (Failed, Frame, Joined, Phase, RankStatus, Release,
                                           Returned, StatusReply, StatusRequest)
+from labs.harness.launch.rendezvous import join_store
 from labs.harness.launch.spec import JOIN_TIMEOUT, RELEASE_WAIT_IN_WORKER
 
 
@@ -101,8 +102,7 @@ def _capture_output(out_path):
 
 
 def _join_group(rank, world_size, store_port, pg_timeout):
-    store = dist.TCPStore("127.0.0.1", store_port, world_size, is_master=False,
-                          timeout=datetime.timedelta(seconds=JOIN_TIMEOUT))
+    store = join_store(store_port, world_size, JOIN_TIMEOUT)
     # Wait in the store until every rank has started, then create the group together:
     # gloo connects its pairs within pg_timeout (and fixes that timeout at creation for
     # every later send/recv), so a rank that started late must not miss it.

@@ -1,5 +1,9 @@
-"""A two-node torchrun job in which one worker of the node with group rank 1 exits with code 3
-after its rank printed its result (tests/harness/test_torchrun.py runs it)."""
+"""A two-node job in which one worker of the second node fails after the work is done: it
+exits with code 3 once its rank printed its result. Lesson 11 (section 6) and
+tests/harness/test_torchrun.py run it as two torchrun "nodes" on one machine.
+
+    run_two_nodes("one_node_fails.py")        # labs/harness/commands/torchrun.py
+"""
 import datetime
 import os
 import sys
