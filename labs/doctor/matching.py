@@ -2,7 +2,7 @@
 (FIFO per sender and receiver: NCCL ignores tags)."""
 from __future__ import annotations
 
-from labs.harness.calls import fifo_pairs
+from labs.harness.ranks.calls import fifo_pairs
 
 
 def match(runs: dict, tags: bool = True) -> dict:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labs.doctor.findings import NCCL_LABEL, Finding
-from labs.harness.torchrun import ROOT
+from labs.harness.commands.torchrun import ROOT
 
 CLEAN = "no problems found on gloo; none predicted on NCCL"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from labs.doctor.agent import BARE_ENV, CWD_ENV, DIR_ENV
 from labs.doctor.events import Event, read_events
-from labs.harness import torchrun
+from labs.harness.commands import torchrun
 
 _RDZV = ("--standalone", "--rdzv-endpoint", "--rdzv_endpoint", "--master-addr", "--master_addr",
          "--nnodes")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from labs.harness.tracing import Event
+from labs.harness.ranks.tracing import Event
 
 _OPS = {("send", True): "send", ("send", False): "isend", ("recv", True): "recv",
         ("recv", False): "irecv"}
@@ -49,7 +49,7 @@ def save(report, path: Path) -> Path | None:
         return None
     import matplotlib
     matplotlib.use("Agg")
-    from labs.harness.plots import timeline_figure
+    from labs.harness.notebook.plots import timeline_figure
     fig = timeline_figure(evs, title=report.command)
     ax = fig.axes[0]
     lanes = {t.get_text(): y for y, t in zip(ax.get_yticks(), ax.get_yticklabels())}

@@ -2,7 +2,7 @@
 exits with code 3 once its rank printed its result. Lesson 11 (section 6) and
 tests/harness/test_torchrun.py run it as two torchrun "nodes" on one machine.
 
-    run_two_nodes("one_node_fails.py")        # labs/harness/torchrun.py
+    run_two_nodes("one_node_fails.py")        # labs/harness/commands/torchrun.py
 """
 import datetime
 import os

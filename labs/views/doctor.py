@@ -8,7 +8,7 @@ from pathlib import Path
 
 from labs.doctor import Job, Report, examine
 from labs.doctor.timeline import save
-from labs.harness.torchrun import ROOT
+from labs.harness.commands.torchrun import ROOT
 
 SCRIPTS = ROOT / "labs" / "scripts" / "doctor"
 _reports: dict[str, Report] = {}

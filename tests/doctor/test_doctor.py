@@ -14,7 +14,7 @@ import pytest
 
 from labs.doctor import CLEAN, Job, examine
 from labs.doctor.__main__ import split
-from labs.harness.torchrun import ROOT, leftovers
+from labs.harness.commands.torchrun import ROOT, leftovers
 
 pytestmark = pytest.mark.slow
 SCRIPTS = ROOT / "labs" / "scripts" / "doctor"

@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from labs.harness.exercises import exercises_in
+from labs.harness.ranks.exercises import exercises_in
 from tests.course import ROOT, exercises, lesson_modules, lessons
 
 ALL = exercises()

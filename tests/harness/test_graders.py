@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from labs.harness.grading import GradeFailure, call, check_messages, check_overlap
-from labs.harness.tracing import Event
+from labs.harness.ranks.tracing import Event
 from tests.graders import (test_batching, test_collectives, test_deadlocks, test_gradients,
                            test_p2p, test_patterns, test_ring, test_waiting)
 

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from labs import launch
-from labs.harness.rendezvous import loopback_interface
+from labs.harness.launch.rendezvous import loopback_interface
 from tests import procs
 from tests.graders import test_p2p
 

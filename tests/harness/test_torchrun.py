@@ -33,8 +33,8 @@ from pathlib import Path
 
 import pytest
 
-from labs.harness.torchrun import MARKER, py_spy_dump
-from labs.harness.torchrun import _marked as marked
+from labs.harness.commands.torchrun import MARKER, py_spy_dump
+from labs.harness.commands.torchrun import _marked as marked
 from tests import course
 from tests.procs import die_with as _die_with
 from tests.procs import alive, group_members

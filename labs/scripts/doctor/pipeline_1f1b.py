@@ -30,54 +30,68 @@ def main():
     parser.add_argument("--microbatches", type=int, default=4)
     m = parser.parse_args().microbatches
     dist.init_process_group("gloo")
-    stage, n = dist.get_rank(), dist.get_world_size()
-    prev, nxt = (stage - 1 if stage > 0 else None), (stage + 1 if stage < n - 1 else None)
-    weight, shape = float(stage + 2), (4,)
+    stage = Stage(dist.get_rank(), dist.get_world_size())
+    grads = one_f_one_b(stage, m)
+    expected = 1.0
+    for s in range(stage.rank, stage.n):
+        expected *= s + 2
+    assert all(torch.equal(g, torch.full(stage.shape, expected)) for g in grads), grads
+    print(f"stage {stage.rank}: {len(grads)} backward passes, gradient {expected}")
+    dist.destroy_process_group()
 
-    def recv_forward(i):
-        return [torch.full(shape, float(i))] if prev is None else exchange(recvs=[(shape, prev)])
 
-    def forward(x):
-        return x * weight
+class Stage:
+    """One pipeline stage: its neighbours, its weight, and the four exchanges of 1F1B."""
 
-    def backward(g):
-        return g * weight
+    def __init__(self, rank, n):
+        self.rank, self.n, self.shape = rank, n, (4,)
+        self.prev = rank - 1 if rank > 0 else None
+        self.nxt = rank + 1 if rank < n - 1 else None
+        self.weight = float(rank + 2)
 
-    def send_forward_recv_backward(y):
-        if nxt is None:
-            return [torch.ones(shape)]                      # the loss's gradient
-        return exchange(sends=[(y, nxt)], recvs=[(shape, nxt)])
+    def recv_forward(self, i):
+        if self.prev is None:
+            return torch.full(self.shape, float(i))          # the first stage's input
+        return exchange(recvs=[(self.shape, self.prev)])[0]
 
-    def send_backward_recv_forward(dx, i):
-        if prev is None:
-            return [torch.full(shape, float(i))]
-        return exchange(sends=[(dx, prev)], recvs=[(shape, prev)])
+    def send_forward(self, y):
+        exchange(sends=[(y, self.nxt)] if self.nxt is not None else [])
 
-    warmup = min(n - stage - 1, m)
-    grads = []
+    def send_backward(self, dx):
+        exchange(sends=[(dx, self.prev)] if self.prev is not None else [])
+
+    def recv_backward(self):
+        return exchange(recvs=[(self.shape, self.nxt)])[0]
+
+    def send_forward_recv_backward(self, y):
+        if self.nxt is None:
+            return torch.ones(self.shape)                   # the loss's gradient
+        return exchange(sends=[(y, self.nxt)], recvs=[(self.shape, self.nxt)])[0]
+
+    def send_backward_recv_forward(self, dx, i):
+        if self.prev is None:
+            return torch.full(self.shape, float(i))
+        return exchange(sends=[(dx, self.prev)], recvs=[(self.shape, self.prev)])[0]
+
+
+def one_f_one_b(stage, m):
+    """Warm-up forwards, the steady 1F1B state, cool-down backwards; the gradients."""
+    warmup, grads = min(stage.n - stage.rank - 1, m), []
     for i in range(warmup):
-        y = forward(recv_forward(i)[0])
-        exchange(sends=[(y, nxt)] if nxt is not None else [])
-    x = recv_forward(warmup)[0] if m > warmup else None
+        stage.send_forward(stage.recv_forward(i) * stage.weight)
+    x = stage.recv_forward(warmup) if m > warmup else None
     for i in range(m - warmup):
-        g = send_forward_recv_backward(forward(x))[0]
-        dx = backward(g)
+        dx = stage.send_forward_recv_backward(x * stage.weight) * stage.weight
         grads.append(dx)
         if i == m - warmup - 1:
-            exchange(sends=[(dx, prev)] if prev is not None else [])
+            stage.send_backward(dx)
         else:
-            x = send_backward_recv_forward(dx, warmup + i + 1)[0]
+            x = stage.send_backward_recv_forward(dx, warmup + i + 1)
     for _ in range(warmup):
-        g = exchange(recvs=[(shape, nxt)])[0]
-        dx = backward(g)
+        dx = stage.recv_backward() * stage.weight
         grads.append(dx)
-        exchange(sends=[(dx, prev)] if prev is not None else [])
-    expected = 1.0
-    for s in range(stage, n):
-        expected *= s + 2
-    assert all(torch.equal(g, torch.full(shape, expected)) for g in grads), grads
-    print(f"stage {stage}: {len(grads)} backward passes, gradient {expected}")
-    dist.destroy_process_group()
+        stage.send_backward(dx)
+    return grads
 
 
 if __name__ == "__main__":

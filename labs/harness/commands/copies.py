@@ -7,8 +7,8 @@ lesson 05; the old one is kept in notebooks/yours/backup/. Close the lesson's ta
 JupyterLab first: an open tab saves its own content over the fresh copy (reset refuses
 while a running Jupyter server has the notebook open).
 
-    python -m labs.harness.copies            # copy the lessons you do not have yet
-    python -m labs.harness.copies --reset 05 # a fresh copy of lesson 05 (old one backed up)
+    python -m labs.harness.commands.copies            # copy the lessons you do not have yet
+    python -m labs.harness.commands.copies --reset 05 # a fresh copy of lesson 05 (old one backed up)
 """
 from __future__ import annotations
 
@@ -22,7 +22,9 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+from labs.harness import COURSE_ROOT
+
+NOTEBOOKS = COURSE_ROOT / "notebooks"
 YOURS = NOTEBOOKS / "yours"
 
 

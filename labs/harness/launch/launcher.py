@@ -32,11 +32,11 @@ import time
 
 import torch.multiprocessing as tmp
 
-from labs.harness.errors import HangError, LaunchError, WorkerError, raise_if_failed
-from labs.harness.output import replay
-from labs.harness.spec import FORKSERVER_START, JOIN_TIMEOUT, LaunchSpec
-from labs.harness.supervise import run_workers
-from labs.harness.worker import exc_summary
+from labs.harness.launch.errors import HangError, LaunchError, WorkerError, raise_if_failed
+from labs.harness.launch.output import replay
+from labs.harness.launch.spec import FORKSERVER_START, JOIN_TIMEOUT, LaunchSpec
+from labs.harness.launch.supervise import run_workers
+from labs.harness.launch.worker import exc_summary
 
 __all__ = ["launch", "Results", "LaunchError", "WorkerError", "HangError", "last_worker_pids",
            "JOIN_TIMEOUT"]
@@ -47,7 +47,7 @@ START_METHOD = "forkserver"
 # edits to labs/*.py reach the next launch without restarting the kernel. torch._dynamo
 # is imported by DistributedDataParallel's constructor and is slow to import: preloaded,
 # every DDP launch forks it ready.
-PRELOAD = ["torch", "torch.distributed", "torch._dynamo", "labs.harness.launcher"]
+PRELOAD = ["torch", "torch.distributed", "torch._dynamo", "labs.harness.launch.launcher"]
 # Environment variables a launch forwards to its workers at call time (the fork server's
 # own environment is frozen when it starts).
 FORWARDED_ENV_PREFIX = "P2P_COURSE_"

@@ -18,9 +18,10 @@ import re
 import signal
 import sys
 
-from labs.harness.messages import describe_statuses
-from labs.harness.output import abort_lines
-from labs.harness.spec import JOIN_TIMEOUT
+from labs.harness.launch.messages import Hang, describe_statuses
+from labs.harness.launch.output import abort_lines
+from labs.harness.ranks.gloo_text import short_locations
+from labs.harness.launch.spec import JOIN_TIMEOUT
 
 _GLOO_TIMEOUT = re.compile(r"[Tt]imed out|timeout caused pair closure|Timeout")
 _COLLATERAL = re.compile(r"Connection closed by peer|Connection reset by peer|Broken pipe")
@@ -46,7 +47,7 @@ class WorkerError(_Readable, RuntimeError):
     `.ranks` (the ranks that failed first), `.causes` (rank -> "ValueError: ..." or
     "was killed by signal SIGABRT"), `.tracebacks` (rank -> text), `.statuses` (rank ->
     RankStatus), `.outputs` (rank -> what it printed), `.trace` (the calls each rank made),
-    `.unsolved` (rank -> labs.harness.exercises.Unsolved, for the ranks among `.ranks` that
+    `.unsolved` (rank -> labs.harness.ranks.exercises.Unsolved, for the ranks among `.ranks` that
     stopped at an exercise's stub: data, not a sentence to parse).
     """
 
@@ -61,7 +62,7 @@ class WorkerError(_Readable, RuntimeError):
 
     def brief(self) -> str:
         """The same facts without tracebacks, paths or timings: stable, for notebooks."""
-        return "\n".join(f"rank {r}: {strip_paths(self.causes.get(r, ''))}" for r in self.ranks)
+        return "\n".join(f"rank {r}: {short_locations(self.causes.get(r, ''))}" for r in self.ranks)
 
 
 class HangError(_Readable, TimeoutError):
@@ -88,12 +89,6 @@ class Interrupted(_Readable, KeyboardInterrupt):
         self.statuses = statuses
 
 
-def strip_paths(text: str) -> str:
-    """'[/__w/.../gloo/transport/tcp/pair.cc:801] msg' -> '[gloo/transport/tcp/pair.cc] msg'."""
-    text = re.sub(r"\[[^\]]*?(gloo/[^\]:]+)(:\d+)?\]", r"[\1]", text)
-    return re.sub(r"\[127\.0\.0\.1\]:\d+", "[127.0.0.1]:<port>", text)
-
-
 def signal_name(code) -> str:
     if code is None:
         return "was killed"
@@ -113,7 +108,7 @@ DETAILS = ("Details: catch it (`except WorkerError as err:`), or after this cell
 
 
 def raise_if_failed(outcome, timeout, pg_timeout) -> None:
-    """Turn a failed or hung Outcome into HangError or WorkerError; do nothing if it ran."""
+    """Turn a failed or hung Attempt into HangError or WorkerError; do nothing if it ran."""
     failures, deaths = outcome.failures, outcome.deaths
     gloo_timeouts = {r for r, f in failures.items() if _GLOO_TIMEOUT.search(f.summary)}
     collateral = {r for r, f in failures.items() if _COLLATERAL.search(f.summary)}
@@ -126,7 +121,7 @@ def raise_if_failed(outcome, timeout, pg_timeout) -> None:
 
 def _hang_error(outcome, timeout, pg_timeout, gloo_timeouts) -> HangError:
     why = (f"not every rank joined the process group within {JOIN_TIMEOUT:g} s"
-           if outcome.hang == "join" else
+           if outcome.hang == Hang.JOIN else
            f"no result after the launch timeout ({timeout:g} s)" if outcome.hang else
            f"gloo's timeout ({pg_timeout:g} s) fired in rank(s) "
            f"{', '.join(map(str, sorted(gloo_timeouts)))}")

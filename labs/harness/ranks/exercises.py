@@ -23,6 +23,8 @@ import os
 import sys
 from dataclasses import asdict, dataclass
 
+from labs.harness import COURSE_ROOT
+
 SOLUTIONS_ENV = "P2P_COURSE_SOLUTIONS"
 # A folder where an exercise that is not solved yet leaves a note (JSON: its Unsolved),
 # for a parent that only sees a process's exit: a torchrun job (labs.views.jobs).
@@ -90,8 +92,7 @@ def todo(where: str) -> ExerciseNotSolved:
     """The exception a stub raises: which exercise, in which file, and where the lesson
     explains it."""
     stub = sys._getframe(1).f_code      # the stub that raises it
-    file = os.path.relpath(stub.co_filename, os.path.dirname(os.path.dirname(
-        os.path.dirname(os.path.abspath(__file__)))))
+    file = os.path.relpath(stub.co_filename, COURSE_ROOT)
     return ExerciseNotSolved(stub.co_name, file, where)
 
 

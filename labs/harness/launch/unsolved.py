@@ -8,10 +8,10 @@ reference reduce-scatter), so the lesson still reads to its end.
 """
 from __future__ import annotations
 
-from labs.harness.errors import WorkerError
-from labs.harness.exercises import SOLUTIONS_ENV
-from labs.harness.launcher import launch
-from labs.harness.output import replay
+from labs.harness.launch.errors import WorkerError
+from labs.harness.ranks.exercises import SOLUTIONS_ENV
+from labs.harness.launch.launcher import launch
+from labs.harness.launch.output import replay
 
 
 def unsolved_exercise(exc: WorkerError) -> tuple[str, str] | None:

@@ -1,6 +1,6 @@
 """The parent side of one launch attempt: start the workers, watch them, stop them.
 
-`run_workers` returns an `Outcome`: what each rank returned, raised or died of, and, if
+`run_workers` returns an `Attempt`: what each rank returned, raised or died of, and, if
 the launch hung or failed, what the others were blocked in when they were stopped.
 Whatever happens, every worker is killed and reaped before it returns.
 """
@@ -15,25 +15,27 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-
-from labs.harness import worker
-from labs.harness.errors import Interrupted
-from labs.harness.messages import (Failed, Joined, RankStatus, Release, Returned,
-                                   StatusReply, StatusRequest)
-from labs.harness.output import read_outputs
-from labs.harness.rendezvous import open_store
-from labs.harness.spec import (DEATH_REAP, GRACE, JOIN_TIMEOUT, KILL_REAP, RELEASE_WAIT,
-                               STATUS_WAIT, STATUS_WAIT_INTERRUPTED, LaunchSpec)
+from labs.harness.launch import worker
+from labs.harness.launch.errors import Interrupted
+from labs.harness.launch.messages import (Failed, Hang, Joined, Phase, RankStatus, Release,
+                                          Returned, StatusReply, StatusRequest)
+from labs.harness.launch.output import read_outputs
+from labs.harness.launch.rendezvous import open_store
+from labs.harness.launch.spec import (DEATH_REAP, GRACE, JOIN_TIMEOUT, KILL_REAP, RELEASE_WAIT,
+                                      STATUS_WAIT, STATUS_WAIT_INTERRUPTED, LaunchSpec)
 
 
 @dataclass
-class Outcome:
+class Attempt:
+    """One attempt at a launch, as it ended (`launch` makes a second one only when every
+    failure happened while joining)."""
+
     values: dict = field(default_factory=dict)      # rank -> returned value
     failures: dict = field(default_factory=dict)    # rank -> Failed
     deaths: dict = field(default_factory=dict)      # rank -> exit code (negative: signal)
     statuses: dict = field(default_factory=dict)    # rank -> RankStatus when stopped
     events: dict = field(default_factory=dict)      # rank -> its trace
-    hang: str | None = None     # "join": not every rank joined; "deadline": no result
+    hang: Hang | None = None     # which deadline a hung attempt missed
     stopped_at: float | None = None     # perf_counter when the ranks still running were stopped
     outputs: dict = field(default_factory=dict)     # rank -> what it printed
     pids: list = field(default_factory=list)        # the workers' pids, in rank order
@@ -41,10 +43,10 @@ class Outcome:
     def only_failed_joining(self) -> bool:
         """Every failure happened while joining the group, before any user code ran."""
         return bool(self.failures) and not self.deaths and not self.hang and all(
-            f.phase == "connect" for f in self.failures.values())
+            f.phase == Phase.CONNECT for f in self.failures.values())
 
 
-def run_workers(ctx, spec: LaunchSpec, on_started=None) -> Outcome:
+def run_workers(ctx, spec: LaunchSpec, on_started=None) -> Attempt:
     """One attempt: start `spec.world_size` workers on a private rendezvous, supervise,
     stop. `on_started(pids)` is called as soon as every worker exists (before anything
     can fail), so a caller can account for them even if this raises (Interrupted)."""
@@ -94,13 +96,13 @@ def run_workers(ctx, spec: LaunchSpec, on_started=None) -> Outcome:
 class _Supervisor:
     def __init__(self, procs, conns):
         self.procs, self.conns = procs, conns
-        self.outcome = Outcome()
+        self.outcome = Attempt()
         self.pending = set(range(len(procs)))
         self.joined = set()
         self.first_failure = None
         self.interrupted = {}           # rank -> RankStatus: a KeyboardInterrupt in the worker
 
-    def watch(self, started, timeout) -> Outcome:
+    def watch(self, started, timeout) -> Attempt:
         """Collect each rank's result; stop at the first failure (+ GRACE) or the deadline:
         JOIN_TIMEOUT after the start until every rank has joined, then `timeout`."""
         deadline = started + JOIN_TIMEOUT
@@ -110,7 +112,7 @@ class _Supervisor:
             if self.first_failure is not None and now >= self.first_failure + GRACE:
                 break
             if now >= deadline:
-                self.outcome.hang = "deadline" if len(self.joined) == len(self.procs) else "join"
+                self.outcome.hang = Hang.DEADLINE if len(self.joined) == len(self.procs) else Hang.JOIN
                 break
             until = deadline if self.first_failure is None else min(deadline, self.first_failure + GRACE)
             ready = multiprocessing.connection.wait(

@@ -8,7 +8,7 @@
 One lane per rank. Each call is a bar from the moment it was posted to the moment it
 completed: solid for calls the rank's thread sat in (send, recv, wait, collectives),
 pale and hatched for a non-blocking isend/irecv in flight, grey for compute spans marked
-with `labs.harness.tracing.span`. Bars of one rank that overlap in time are stacked inside its
+with `labs.harness.ranks.tracing.span`. Bars of one rank that overlap in time are stacked inside its
 lane (the thread's calls on top, requests in flight below). An arrow joins each send to
 the receive it matched (gloo matches FIFO per (sender, receiver, tag)); it starts when
 both sides had been posted -- the earliest the data could move -- and ends when the
@@ -21,20 +21,19 @@ import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from labs.harness.calls import fifo_pairs, wrap_calls
-from labs.harness.stepper import detached_axes, step_slider
+from labs.harness.ranks.calls import RECEIVES, SENDS, fifo_pairs, wrap_calls
+from labs.harness.notebook.stepper import detached_axes, step_slider
 
 # One palette for every picture of the course: timelines and schedule drawings alike.
-COLORS = {"send": "tab:red", "isend": "tab:red", "recv": "tab:blue", "irecv": "tab:blue",
+OP_COLORS = {"send": "tab:red", "isend": "tab:red", "recv": "tab:blue", "irecv": "tab:blue",
           "wait": "tab:purple", "compute": "tab:gray", "collective": "tab:green"}
-SENDS, RECVS = ("send", "isend"), ("recv", "irecv")
 
 
 def match_pairs(events):
     """[(send_event, recv_event)] matched as gloo does: FIFO per (src, dst, tag).
     Receives from any source (peer None) are not matched: the trace does not say who sent."""
     sends = sorted((e for e in events if e.op in SENDS), key=lambda e: e.t_post)
-    recvs = sorted((e for e in events if e.op in RECVS), key=lambda e: e.t_post)
+    recvs = sorted((e for e in events if e.op in RECEIVES), key=lambda e: e.t_post)
     pairs, _ = fifo_pairs((((e.rank, e.peer, e.tag), e) for e in sends),
                           (((e.peer, e.rank, e.tag), e) for e in recvs))
     return pairs
@@ -43,7 +42,7 @@ def match_pairs(events):
 def _short(e) -> str:
     if e.op in SENDS:
         return f"{e.op}\u2192{e.peer}"
-    if e.op in RECVS:
+    if e.op in RECEIVES:
         return f"{e.op}\u2190{'any' if e.peer is None else e.peer}"
     if e.op == "compute":
         return e.label or "compute"
@@ -51,7 +50,7 @@ def _short(e) -> str:
 
 
 def _color(e) -> str:
-    return COLORS.get(e.op, COLORS["collective"])
+    return OP_COLORS.get(e.op, OP_COLORS["collective"])
 
 
 def _rows(events, end):
@@ -209,16 +208,16 @@ def _kind(e) -> str:
 
 def _legend(kinds: set, arrows: bool, never: bool) -> list:
     """Only the kinds this run has (a legend entry with nothing drawn is noise)."""
-    entries = [("send", Patch(facecolor=COLORS["send"], alpha=0.85, label="send (blocking)")),
-               ("isend", Patch(facecolor=COLORS["isend"], alpha=0.4, hatch="//",
+    entries = [("send", Patch(facecolor=OP_COLORS["send"], alpha=0.85, label="send (blocking)")),
+               ("isend", Patch(facecolor=OP_COLORS["isend"], alpha=0.4, hatch="//",
                                label="isend in flight")),
-               ("recv", Patch(facecolor=COLORS["recv"], alpha=0.85, label="recv (blocking)")),
-               ("irecv", Patch(facecolor=COLORS["irecv"], alpha=0.4, hatch="//",
+               ("recv", Patch(facecolor=OP_COLORS["recv"], alpha=0.85, label="recv (blocking)")),
+               ("irecv", Patch(facecolor=OP_COLORS["irecv"], alpha=0.4, hatch="//",
                                label="irecv in flight")),
-               ("wait", Patch(facecolor=COLORS["wait"], alpha=0.85, label="wait")),
-               ("collective", Patch(facecolor=COLORS["collective"], alpha=0.85,
+               ("wait", Patch(facecolor=OP_COLORS["wait"], alpha=0.85, label="wait")),
+               ("collective", Patch(facecolor=OP_COLORS["collective"], alpha=0.85,
                                     label="collective")),
-               ("compute", Patch(facecolor=COLORS["compute"], alpha=0.85, label="compute (span)"))]
+               ("compute", Patch(facecolor=OP_COLORS["compute"], alpha=0.85, label="compute (span)"))]
     handles = [patch for kind, patch in entries if kind in kinds]
     if arrows and kinds & {"send", "recv", "isend", "irecv"}:
         handles.append(Line2D([], [], color="black", marker=">", markersize=5,

@@ -9,6 +9,7 @@ alpha + m / beta, alpha the latency in seconds, beta the bandwidth in bytes per 
     algbw, busbw       nccl-tests' bandwidths of an all-reduce
     fit_alpha_beta     alpha and beta from ping-pong times
     ring_model_seconds the model's price of a ring all-reduce
+    parse_size, format_size  '64K' <-> 65536 <-> '64 KiB' (the benchmarks and the views)
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from labs.harness import tracing
+from labs.harness.ranks import tracing
 
 
 def time_on_ranks(calls, reps=5, warmup=1, setup=None):
@@ -28,7 +29,7 @@ def time_on_ranks(calls, reps=5, warmup=1, setup=None):
     first; every call starts after a barrier, `setup(name)` (untimed) just before it.
     `warmup` repetitions are not timed. Returns {name: [seconds per repetition]}, where a
     repetition's time is the slowest rank's (a collective is done when its last rank
-    is): the same lists on every rank, for labs.harness.timing.compare in the notebook.
+    is): the same lists on every rank, for labs.harness.notebook.timing.compare in the notebook.
     """
     names = list(calls)
     samples = {name: [] for name in names}
@@ -117,3 +118,16 @@ def ring_model_seconds(nbytes, world_size, alpha, beta):
     return 2 * (p - 1) * (alpha + nbytes / (p * beta))
 
 
+def parse_size(text: str) -> int:
+    """'64K' -> 65536, '4M' -> 4194304, '512' -> 512 (binary units: KiB, MiB, GiB)."""
+    text = text.strip().upper().removesuffix("B").removesuffix("I")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    return int(float(text[:-1] if scale > 1 else text) * scale)
+
+
+def format_size(nbytes: int) -> str:
+    """65536 -> '64 KiB', 1536 -> '1.5 KiB', 100 -> '100 B'."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:g} {unit}"
+    return f"{nbytes} B"

@@ -69,7 +69,7 @@ def main(demo, default_world_size: int = 4, argv=None) -> None:
         finally:
             dist.destroy_process_group()
         return
-    from labs.harness.launcher import launch
+    from labs.harness.launch.launcher import launch
     results = launch(_importable(demo), opts.world_size, timeout=opts.timeout)
     for rank, value in enumerate(results):
         print(format_result(rank, value))

@@ -21,12 +21,13 @@ import traceback
 import torch
 import torch.distributed as dist
 
-from labs.harness import tracing
-from labs.harness.exercises import unsolved_of
-from labs.harness.messages import (Failed, Frame, Joined, RankStatus, Release, Returned,
-                                   StatusReply, StatusRequest)
-from labs.harness.rendezvous import join_store
-from labs.harness.spec import JOIN_TIMEOUT, RELEASE_WAIT_IN_WORKER
+import labs.harness
+from labs.harness.ranks import tracing
+from labs.harness.ranks.exercises import unsolved_of
+from labs.harness.launch.messages import (Failed, Frame, Joined, Phase, RankStatus, Release,
+                                          Returned, StatusReply, StatusRequest)
+from labs.harness.launch.rendezvous import join_store
+from labs.harness.launch.spec import JOIN_TIMEOUT, RELEASE_WAIT_IN_WORKER
 
 
 def exc_summary(exc) -> str:
@@ -35,7 +36,7 @@ def exc_summary(exc) -> str:
 
 
 # Files under this folder are shown relative to it (labs/ring.py, solutions/ring.py).
-COURSE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COURSE_ROOT = str(labs.harness.COURSE_ROOT)
 
 
 def frames_of(exc) -> list[Frame]:
@@ -49,7 +50,7 @@ def frames_of(exc) -> list[Frame]:
     return frames
 
 
-def status_now(tracer: tracing.Tracer, phase: str) -> RankStatus:
+def status_now(tracer: tracing.Tracer, phase: Phase) -> RankStatus:
     """A picklable snapshot of what this rank is blocked in and has in flight."""
     blocked, now = tracer.blocked_in, time.perf_counter()
     if blocked is None and tracer.failed_in is not None:     # it raised out of the call
@@ -66,7 +67,7 @@ class _Channel:
     def __init__(self, conn):
         self.conn, self.lock = conn, threading.Lock()
         self.released = threading.Event()
-        self.phase = "connect"
+        self.phase = Phase.CONNECT
 
     def send(self, message) -> None:
         data = pickle.dumps(message)
@@ -160,7 +161,7 @@ def run(rank, spec_bytes, store_port, out_path, conn):
         torch.set_num_threads(spec.threads)
         _join_group(rank, spec.world_size, store_port, spec.pg_timeout)
         channel.send(Joined(rank))
-        channel.phase = "run"
+        channel.phase = Phase.RUN
         message = _returned(rank, spec.fn(rank, spec.world_size, *spec.args), tracer)
     except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
         status = status_now(tracer, channel.phase)

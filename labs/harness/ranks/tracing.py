@@ -7,7 +7,7 @@ return, and the common collectives, and records one `Event` per call:
           t_post=0.0012, t_done=0.0031, batch=0, blocking=False)
 
 Two uses:
-  * timelines (`labs.harness.plots.timeline`): when did each rank post and finish each op;
+  * timelines (`labs.harness.notebook.plots.timeline`): when did each rank post and finish each op;
   * hang diagnosis (`labs.HangError`): which op is each rank blocked in right now,
     and which non-blocking ops has it posted that nobody has seen complete.
 
@@ -27,7 +27,8 @@ from dataclasses import asdict, dataclass
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
-P2P_OPS = ("send", "recv", "isend", "irecv")
+from labs.harness.ranks.calls import P2P_CALLS, RECEIVES, SENDS
+
 COLLECTIVES = ("barrier", "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor",
                "gather", "scatter", "reduce", "reduce_scatter", "reduce_scatter_tensor",
                "all_to_all", "all_to_all_single")
@@ -69,9 +70,9 @@ class Event:
         if self.op == "wait" and self.label:
             return f"wait() on {self.label}"
         size = f"{self.numel} x {self.dtype}" if self.dtype else ""
-        if self.op in ("send", "isend"):
+        if self.op in SENDS:
             where = f"to {self.peer}"
-        elif self.op in ("recv", "irecv"):
+        elif self.op in RECEIVES:
             where = "from any source" if self.peer is None else f"from {self.peer}"
         else:
             return f"{self.op}({size})" if size else f"{self.op}()"
@@ -83,7 +84,7 @@ class Event:
 
 
 class Tracer:
-    """Per-process record of distributed calls. One instance lives in `labs.harness.tracing.TRACER`."""
+    """Per-process record of distributed calls. One instance lives in `labs.harness.ranks.tracing.TRACER`."""
 
     def __init__(self):
         self.rank = 0
@@ -267,7 +268,7 @@ def install(rank: int) -> Tracer:
     TRACER.reset(rank)
     if getattr(c10d.isend, "__wrapped_by_course__", False):
         return TRACER
-    patches = {name: _wrap_p2p(getattr(c10d, name), name) for name in P2P_OPS}
+    patches = {name: _wrap_p2p(getattr(c10d, name), name) for name in P2P_CALLS}
     patches["batch_isend_irecv"] = _wrap_batch(c10d.batch_isend_irecv)
     patches.update({name: _wrap_collective(getattr(c10d, name), name)
                     for name in COLLECTIVES if hasattr(c10d, name)})

@@ -33,7 +33,9 @@ from collections import namedtuple
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from labs.harness import COURSE_ROOT
+
+ROOT = COURSE_ROOT
 SCRIPTS = ROOT / "labs" / "scripts"
 MARKER = "P2P_COURSE_JOB"           # every process of a job inherits it
 GRACE_S = 5.0                      # after SIGTERM, torchrun's time to stop its workers
@@ -66,7 +68,7 @@ class RankOutput:
 
 
 # One line of a py-spy dump. `file` as py-spy prints it: a script's name, or a package path.
-Frame = namedtuple("Frame", "function file line")
+SpyFrame = namedtuple("SpyFrame", "function file line")
 
 
 @dataclass
@@ -76,7 +78,7 @@ class Stack:
     rank: int
     pid: int
     raw: str
-    frames: list[Frame]
+    frames: list[SpyFrame]
 
     def where(self) -> str:
         """The call it is in, then the script's frames: 'send  <-  swap_with (hung_job.py:34)'."""
@@ -379,7 +381,7 @@ def _finish(proc: subprocess.Popen, timeout_s: float = 30.0) -> tuple[str, str, 
     return *proc.communicate(), -9
 
 
-def main_thread_frames(dump: str) -> list[Frame]:
+def main_thread_frames(dump: str) -> list[SpyFrame]:
     """The frames py-spy printed for the main thread, innermost first. py-spy names it
     "MainThread" when the process imported threading; else it is the thread whose id is
     the process's pid (Linux)."""
@@ -389,5 +391,5 @@ def main_thread_frames(dump: str) -> list[Frame]:
         if line.startswith("Thread "):
             in_main = '"MainThread"' in line or bool(pid) and line.startswith(f"Thread {pid[1]} ")
         elif in_main and (found := re.match(r"^\s+(.+?) \((.+):(\d+)\)$", line)):
-            frames.append(Frame(found[1], found[2], int(found[3])))
+            frames.append(SpyFrame(found[1], found[2], int(found[3])))
     return frames

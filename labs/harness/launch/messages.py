@@ -14,8 +14,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from labs.harness.exercises import Unsolved
-from labs.harness.tracing import Event
+from labs.harness.ranks.exercises import Unsolved
+from labs.harness.ranks.words import Words
+from labs.harness.ranks.tracing import Event
+
+
+class Phase(Words):
+    """Where a rank is in its launch."""
+
+    CONNECT = "connect"     # starting, or joining the process group
+    RUN = "run"             # in fn (the launch timeout counts from here)
+
+
+class Hang(Words):
+    """Which deadline a hung launch missed."""
+
+    JOIN = "join"           # not every rank joined the group within JOIN_TIMEOUT
+    DEADLINE = "deadline"   # every rank joined, fn gave no result within the launch timeout
 
 
 @dataclass
@@ -24,7 +39,7 @@ class RankStatus:
     blocking call that raised); `outstanding`: non-blocking ops posted, never seen done."""
 
     rank: int
-    phase: str = "run"                 # "connect": still starting or joining the group
+    phase: Phase = Phase.RUN
     blocked_in: Event | None = None
     blocked_for: float = 0.0
     outstanding: list[Event] = field(default_factory=list)
@@ -38,7 +53,7 @@ class RankStatus:
             line = f"rank {self.rank}: blocked{how_long} in {self.blocked_in.describe()}"
         elif self.note:
             line = f"rank {self.rank}: {self.note}"
-        elif self.phase == "connect":
+        elif self.phase == Phase.CONNECT:
             line = f"rank {self.rank}: still starting or joining the process group"
         else:
             last = f"(its last call: {self.last.describe()})" if self.last else "(it had made none)"
@@ -75,7 +90,7 @@ class Failed:
     rank: int
     summary: str                       # "ValueError: first line of the message"
     traceback: str
-    phase: str                         # "connect" (before fn ran) or "run"
+    phase: Phase
     status: RankStatus
     events: list[Event]
     frames: list[Frame] = field(default_factory=list)   # outermost first, as Python prints

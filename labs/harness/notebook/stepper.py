@@ -1,6 +1,6 @@
 """A slider that steps through a picture: drag "step" to redraw it as of step k.
 
-Both step-by-step views use it: `labs.harness.plots.scrub` (a traced run, moment by
+Both step-by-step views use it: `labs.harness.notebook.plots.scrub` (a traced run, moment by
 moment) and `labs.harness.schedule.drawing.step_through` (a schedule's prediction).
 """
 from __future__ import annotations
