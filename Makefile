@@ -39,17 +39,17 @@ $(STAMP): $(LOCK) pyproject.toml
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
 
 lab: $(STAMP)
-	@$(BIN)/python -m labs.harness.copies
+	@$(BIN)/python -m labs.harness.commands.copies
 	@mkdir -p $(LAB_SETTINGS) && printf '%s\n' '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' > $(LAB_SETTINGS)/overrides.json
 	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --notebook-dir=. notebooks/yours/00_welcome.ipynb
 
 # A fresh copy of one lesson, e.g. `make reset LESSON=05` (your old copy is backed up).
 reset: $(STAMP)
 	@test -n "$(LESSON)" || { echo "usage: make reset LESSON=05"; exit 2; }
-	$(BIN)/python -m labs.harness.copies --reset $(LESSON)
+	$(BIN)/python -m labs.harness.commands.copies --reset $(LESSON)
 
 test: $(STAMP) browser-deps lint
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --durations=25
 
 # The linter (settings in pyproject.toml); `make test` runs it first.
 lint: $(STAMP)

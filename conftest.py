@@ -1,7 +1,8 @@
 """pytest configuration shared by the tests and the notebook run (nbval).
 
 * The notebooks (and any kernel pytest starts) run the reference solutions: the
-  committed outputs are the solutions' outputs. See labs/harness/exercises.py.
+  committed outputs are the solutions' outputs. See labs/harness/ranks/exercises.py
+  (SOLUTIONS_ENV).
 * `--impl=labs|solutions` chooses what the graders in tests/graders/ grade (default:
   solutions; `make check` passes --impl=labs to grade your own code).
 """
@@ -9,10 +10,12 @@ import os
 
 from xdist.scheduler import LoadFileScheduling
 
+from labs.harness.ranks.exercises import SOLUTIONS_ENV
+
 # Your own copies of the lessons (make lab) are yours, not the course's tests.
 collect_ignore = ["notebooks/yours"]
 
-os.environ.setdefault("P2P_COURSE_SOLUTIONS", "1")
+os.environ.setdefault(SOLUTIONS_ENV, "1")
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")   # quiet ipykernel debugger
 os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
 

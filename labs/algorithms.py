@@ -21,8 +21,10 @@ import torch.distributed as dist
 
 from labs import ring
 from labs.collectives import p2p_broadcast, p2p_gather
-from labs.harness import cli, measure, tracing
-from labs.harness.exercises import exercise, todo
+from labs.harness.commands import cli
+from labs.harness.ranks import measure, tracing
+from labs.harness.ranks.data import seeded
+from labs.harness.ranks.exercises import exercise, todo
 
 
 # ---- Helpers: contiguous views, reusable receive buffers, the power-of-two fold -----
@@ -404,7 +406,7 @@ def run_calls(rank, world_size, names, numel):
     {name: this rank's (op, peer, numel) for every point-to-point op and collective}."""
     out = {}
     for name in names:
-        tensor = ring.make_data(rank, (numel,), "float32")
+        tensor = seeded(rank, (numel,), "float32")
         tracing.TRACER.events.clear()
         CALLS[name](tensor)
         out[name] = [(e.op, e.peer, e.numel) for e in tracing.TRACER.events if e.op != "wait"]
@@ -417,7 +419,7 @@ def compare(rank, world_size, names, cases, model=None, seed=0):
     set_model(model)
     out = {}
     for dtype, shape in cases:
-        data = ring.make_data(rank, shape, dtype, seed)
+        data = seeded(rank, shape, dtype, seed)
         expected, magnitude = data.clone(), data.double().abs()
         dist.all_reduce(expected)
         dist.all_reduce(magnitude)
@@ -434,7 +436,7 @@ def compare(rank, world_size, names, cases, model=None, seed=0):
 
 
 def time_calls(rank, world_size, names, sizes, reps=5, warmup=1, model=None):
-    """Time each call at each size, interleaved on these workers (labs.harness.measure.time_on_ranks:
+    """Time each call at each size, interleaved on these workers (labs.harness.ranks.measure.time_on_ranks:
     every call after a barrier, on a fresh copy of seeded float32 data, the slowest rank's
     time). Returns {nbytes: {name: [seconds per repetition]}}, the same on every rank."""
     set_model(model)

@@ -23,8 +23,8 @@ import re
 import torch
 import torch.distributed as dist
 
-from labs.harness import cli
-from labs.harness.exercises import exercise, todo
+from labs.harness.commands import cli
+from labs.harness.ranks.exercises import exercise, todo
 
 SIZE_TAG = 1    # all_pairs_exchange: tag of the messages that carry a chunk's length
 DATA_TAG = 2    # all_pairs_exchange: tag of the messages that carry a chunk

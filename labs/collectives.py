@@ -19,10 +19,10 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from labs.harness import cli
-from labs.harness.exercises import exercise, todo
+from labs.harness.commands import cli
+from labs.harness.ranks.exercises import exercise, todo
 from labs.gradients import average_gradients_all_reduce, plan_buckets
-from labs.harness.measure import time_on_ranks
+from labs.harness.ranks.measure import time_on_ranks
 
 OPS = ("broadcast", "gather", "all_gather", "all_to_all")
 
@@ -209,7 +209,7 @@ def check_against_builtins(rank, world_size, cases):
 def time_collectives(rank, world_size, numel, reps=5):
     """Seconds of one call of each P2P op and of its built-in, on float32 tensors of
     `numel`: {op: {"p2p": [seconds], "builtin": [seconds]}}, `reps` interleaved
-    repetitions after a warm-up, the slowest rank's time (labs.harness.measure.time_on_ranks)."""
+    repetitions after a warm-up, the slowest rank's time (labs.harness.ranks.measure.time_on_ranks)."""
     x = sample(rank, (numel,), torch.float32)
     calls = {}
     for op in OPS:

@@ -22,9 +22,9 @@ import datetime
 import torch
 import torch.distributed as dist
 
-from labs.harness import cli
-from labs.harness.exercises import exercise, todo
-from labs.harness.gloo_text import gloo_message
+from labs.harness.commands import cli
+from labs.harness.ranks.exercises import exercise, todo
+from labs.harness.ranks.gloo_text import gloo_message
 
 # A demo that is meant to hang: gloo's own timeout (1.5 s, counted from the call that
 # blocks) fires in the workers; the launch deadline (10 s) is only a safety net.

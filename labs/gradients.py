@@ -26,9 +26,9 @@ from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 from torch.nn.parallel import DistributedDataParallel
 
-from labs.harness import cli
-from labs.harness.exercises import exercise, todo
-from labs.harness.tracing import span
+from labs.harness.commands import cli
+from labs.harness.ranks.exercises import exercise, todo
+from labs.harness.ranks.tracing import span
 from labs.ring import ring_all_reduce  # noqa: F401 - lesson 05's exercise, for your bodies
 
 METHODS = ("all_to_all", "ring", "bucketed", "all_reduce", "ddp")

@@ -25,9 +25,9 @@ import time
 import torch
 import torch.distributed as dist
 
-from labs.harness import cli
-from labs.harness.exercises import exercise, todo
-from labs.harness.tracing import span
+from labs.harness.commands import cli
+from labs.harness.ranks.exercises import exercise, todo
+from labs.harness.ranks.tracing import span
 from labs.waiting import overlapped_step
 
 
@@ -49,7 +49,7 @@ def ring_job(numel=6, timeout_s=30.0):
          (or `labs.ring.pass_along_all_reduce` until you have written that one). Point-to-
          point ops only: no `dist.all_reduce`.
       3. Report: print exactly one line, `rank R result: [v0, v1, ...]`
-         (`labs.harness.cli.format_result(rank, tensor)` formats it).
+         (`labs.harness.commands.cli.format_result(rank, tensor)` formats it).
       4. Leave: `dist.destroy_process_group()`, also when the work raises (try/finally;
          the exception still propagates, so torchrun reports the failed rank).
 

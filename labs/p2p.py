@@ -24,9 +24,9 @@ import time
 import torch
 import torch.distributed as dist
 
-from labs.harness import cli
-from labs.harness.exercises import exercise, todo
-from labs.harness.tracing import span
+from labs.harness.commands import cli
+from labs.harness.ranks.exercises import exercise, todo
+from labs.harness.ranks.tracing import span
 
 
 # -- 1. send / recv ----------------------------------------------------------------------

@@ -25,9 +25,9 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from labs.harness import cli
-from labs.harness.exercises import exercise, todo
-from labs.harness.tracing import span
+from labs.harness.commands import cli
+from labs.harness.ranks.exercises import exercise, todo
+from labs.harness.ranks.tracing import span
 
 # ----------------------------------------------------------------------------------------
 # Pipeline parallelism

@@ -15,8 +15,9 @@ exactly what `dist.all_reduce(tensor)` (SUM) does. Notation, as in the whole cou
 They share one chunking rule (`chunk_bounds`) and one ring orientation: rank r sends to
 r+1 and receives from r-1 (mod p). Worker functions for notebook 05 and for
 `python -m labs.bench ring` follow: comparisons with `dist.all_reduce`, bytes on the wire,
-all-reduce timings. Ping-pong, bandwidths and the alpha-beta model live in labs.harness.measure
-and are re-exported here (`labs.ring.fit_alpha_beta`, ...).
+all-reduce timings. Ping-pong, bandwidths and the alpha-beta model live in
+labs.harness.ranks.measure; lesson 05 introduces them, so notebook 05 calls them through this
+module (`lab.ping_pong`, `lab.fit_alpha_beta`, ...). Other code imports them from there.
 """
 from __future__ import annotations
 
@@ -26,10 +27,14 @@ import statistics
 import torch
 import torch.distributed as dist
 
-from labs.harness import cli
-from labs.harness.exercises import exercise, todo
-from labs.harness.measure import (algbw, busbw, fit_alpha_beta, ping_pong,  # noqa: F401 (re-exported)
-                          ring_model_seconds, time_on_ranks)
+from labs.harness.commands import cli
+from labs.harness.ranks.calls import SENDS
+from labs.harness.ranks.data import seeded
+from labs.harness.ranks.exercises import exercise, todo
+from labs.harness.ranks.measure import time_on_ranks
+# The lesson's own measuring tools, for notebook 05 (`lab.ping_pong`): names it presents.
+from labs.harness.ranks.measure import (algbw, busbw, fit_alpha_beta, ping_pong,  # noqa: F401
+                                        ring_model_seconds)
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64,
           "bfloat16": torch.bfloat16, "int64": torch.int64}
@@ -224,16 +229,6 @@ VARIANTS = {
 }
 
 
-def make_data(rank, shape, dtype, seed=0):
-    """Seeded per-rank data: small integers for int64, normal values for floats."""
-    g = torch.Generator().manual_seed(seed * 1000 + rank)
-    dtype = DTYPES.get(dtype, dtype)
-    if dtype.is_floating_point:
-        made = torch.float64 if dtype == torch.float64 else torch.float32
-        return torch.randn(shape, generator=g, dtype=made).to(dtype)
-    return torch.randint(-1000, 1000, shape, generator=g, dtype=dtype)
-
-
 def _call(variant, tensor, segment_bytes=None):
     if segment_bytes and variant == "pipelined":
         return VARIANTS[variant](tensor, segment_bytes=segment_bytes)
@@ -242,7 +237,7 @@ def _call(variant, tensor, segment_bytes=None):
 
 def run_variant(rank, world_size, variant, shape, dtype="float32", seed=0, segment_bytes=None):
     """Run one variant on seeded data and return this rank's result."""
-    return _call(variant, make_data(rank, shape, dtype, seed), segment_bytes)
+    return _call(variant, seeded(rank, shape, dtype, seed), segment_bytes)
 
 
 def first_values(rank, world_size, variant, numel=6):
@@ -269,7 +264,7 @@ def compare_with_all_reduce(rank, world_size, variants, cases, seed=0, segment_b
     out = {}
     for variant in variants:
         for dtype, shape in cases:
-            data = make_data(rank, shape, dtype, seed)
+            data = seeded(rank, shape, dtype, seed)
             expected = data.clone()
             dist.all_reduce(expected)
             both = torch.stack([data.double(), data.double().abs()])
@@ -294,7 +289,7 @@ def bytes_sent(events, rank=None):
     """Bytes this rank's send/isend events put on the wire (from a launch's .trace)."""
     total = 0
     for e in events:
-        if e.op in ("send", "isend") and (rank is None or e.rank == rank):
+        if e.op in SENDS and (rank is None or e.rank == rank):
             total += e.numel * getattr(torch, e.dtype).itemsize
     return total
 

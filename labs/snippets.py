@@ -23,8 +23,8 @@ import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from labs.deadlocks import exchange_batched
-from labs.harness import cli
-from labs.harness.exercises import exercise, todo
+from labs.harness.commands import cli
+from labs.harness.ranks.exercises import exercise, todo
 from labs.harness.grading import recording
 from labs.ring import pass_along_all_reduce
 from labs.waiting import safe_ring_shift

@@ -20,10 +20,10 @@ import time
 import torch
 import torch.distributed as dist
 
-from labs.harness import cli
-from labs.harness.exercises import exercise, todo
-from labs.harness.gloo_text import gloo_message
-from labs.harness.tracing import span
+from labs.harness.commands import cli
+from labs.harness.ranks.exercises import exercise, todo
+from labs.harness.ranks.gloo_text import gloo_message
+from labs.harness.ranks.tracing import span
 
 
 def _ring(rank, world_size):

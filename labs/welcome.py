@@ -5,7 +5,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from labs.harness import cli
+from labs.harness.commands import cli
 
 
 def hello(rank, world_size):

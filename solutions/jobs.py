@@ -9,7 +9,7 @@ import sys
 import torch
 import torch.distributed as dist
 
-from labs.harness.cli import format_result
+from labs.harness.commands.cli import format_result
 from solutions.ring import ring_all_reduce
 
 

@@ -3,7 +3,7 @@ import torch
 import torch.distributed as dist
 
 from labs.ring import chunk_bounds
-from labs.harness.tracing import span
+from labs.harness.ranks.tracing import span
 
 
 def _check(tensor):

@@ -2,7 +2,7 @@
 import torch
 import torch.distributed as dist
 
-from labs.harness.tracing import span
+from labs.harness.ranks.tracing import span
 
 
 def safe_ring_shift(tensor):

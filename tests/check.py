@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from labs.harness.exercises import ExerciseNotSolved, exercises_in
+from labs.harness.ranks.exercises import ExerciseNotSolved, exercises_in
 from labs.harness.grading import memory
 from labs.harness.grading.run import GradeFailure, grading
 from labs.harness.grading.sheet import GRADERS, Graded, grade_sheet, graded_from_failure

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from labs.harness.exercises import exercises_in
+from labs.harness.ranks.exercises import exercises_in
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_NAME = re.compile(r"^(\d\d)_\w+\.ipynb$")

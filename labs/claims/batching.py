@@ -4,7 +4,7 @@ import re
 
 import labs.batching as lesson
 from labs import launch
-from labs.claims.common import attempt, once
+from labs.claims.common import Ended, attempt, once
 from labs.claims.registry import ClaimResult, claim
 
 
@@ -156,7 +156,7 @@ def asymmetric_batch_matched_half_completes():
     outcome = attempt(lesson.asymmetric_batch, 2, timeout=10, pg_timeout=1.5)
     printed = outcome.error.outputs.get(1, "") if outcome.error is not None else ""
     received = "received [7.0, 7.0, 7.0]" in printed
-    holds = (outcome.kind == "hang" and received and "rank 1" not in outcome.brief
+    holds = (outcome.kind == Ended.HANG and received and "rank 1" not in outcome.brief
              and "rank 0: blocked in wait() on irecv(from 1" in outcome.brief)
     return ClaimResult(holds, f"rank 1 received its data: {received}; {outcome.kind}: "
                               f"{outcome.brief.split('; posted')[0]}")

@@ -8,7 +8,8 @@ import torch.distributed as dist
 
 import labs.deadlocks as lesson
 from labs import launch
-from labs.claims.common import HANG, abort_reason, attempt, error_text, once, stable
+from labs.claims.common import HANG, Ended, attempt, error_text, once
+from labs.harness.ranks.gloo_text import abort_reason, stable
 from labs.claims.registry import ClaimResult, claim
 
 
@@ -46,14 +47,14 @@ def _quick():
 def _hangs(fn, *blocked_in):
     """Run `fn` on 2 ranks; it must hang with each of `blocked_in` in the diagnosis."""
     outcome = attempt(fn, 2, args=(10,), **HANG)
-    holds = outcome.kind == "hang" and all(b in outcome.brief for b in blocked_in)
+    holds = outcome.kind == Ended.HANG and all(b in outcome.brief for b in blocked_in)
     return ClaimResult(holds, f"{outcome.kind}: {outcome.brief}")
 
 
 def _both_ranks_raise(fn, error):
     """Run `fn` on 2 ranks; both must fail with `error` in their message."""
     outcome = attempt(fn, 2)
-    holds = outcome.kind == "error" and outcome.brief.count(error) == 2
+    holds = outcome.kind == Ended.ERROR and outcome.brief.count(error) == 2
     return ClaimResult(holds, f"{outcome.kind}: {stable(outcome.brief)}")
 
 
@@ -114,7 +115,7 @@ def float32_into_float64_is_garbage():
 @claim("04", "a receive buffer smaller than the message aborts the receiving process (SIGABRT)")
 def smaller_recv_buffer_kills_the_receiver():
     outcome = attempt(lesson.smaller_recv_buffer, 2, args=(10,))
-    reason = abort_reason(outcome.error) if outcome.kind == "error" else ""
+    reason = abort_reason(outcome.error) if outcome.kind == Ended.ERROR else ""
     holds = (outcome.brief == "rank 1: was killed by signal SIGABRT"
              and "Received data size doesn't match expected size" in reason)
     return ClaimResult(holds, f"{outcome.brief or outcome.kind}: {reason}")

@@ -8,8 +8,8 @@ import labs.gradients as gradients
 from labs import launch
 from labs.claims.common import error_text
 from labs.claims.registry import ClaimResult, claim
-from labs.harness.timing import interleaved
-from labs.harness.tracing import TRACER, span
+from labs.harness.notebook.timing import interleaved
+from labs.harness.ranks.tracing import TRACER, span
 from labs.snippets import store_barrier
 
 MiB = 2**20

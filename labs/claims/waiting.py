@@ -6,7 +6,7 @@ import re
 import labs.snippets as snippets
 import labs.waiting as lesson
 from labs import launch
-from labs.claims.common import HANG, attempt
+from labs.claims.common import HANG, Ended, attempt
 from labs.claims.registry import ClaimResult, claim
 
 
@@ -69,7 +69,7 @@ def dropped_recv_request_is_abandoned():
     printed = outcome.error.outputs.get(0, "") if outcome.error is not None else ""
     buffer = re.search(r"buffer after rank 1's send completed: (\[[^\]]*\])", printed)
     seen = buffer.group(1) if buffer else "(not printed)"
-    holds = outcome.kind == "hang" and seen == "[0.0, 0.0, 0.0]"
+    holds = outcome.kind == Ended.HANG and seen == "[0.0, 0.0, 0.0]"
     return ClaimResult(holds, f"rank 0's buffer after rank 1's send completed: {seen}; "
                               f"the barrier that follows: {outcome.kind}")
 
@@ -78,8 +78,8 @@ def dropped_recv_request_is_abandoned():
              "abandoned: the receiver waits for it forever")
 def dropped_send_request_is_abandoned():
     outcome = attempt(snippets.dropped_send, 2, **HANG)
-    status = outcome.error.statuses.get(1) if outcome.kind == "hang" else None
+    status = outcome.error.statuses.get(1) if outcome.kind == Ended.HANG else None
     blocked = status.blocked_in.describe() if status and status.blocked_in else "(not blocked)"
-    holds = outcome.kind == "hang" and blocked.startswith("wait() on irecv(from 0")
+    holds = outcome.kind == Ended.HANG and blocked.startswith("wait() on irecv(from 0")
     return ClaimResult(holds, f"rank 0 dropped its isend before rank 1 posted the receive; "
                               f"rank 1: {outcome.kind}, blocked in {blocked}")

@@ -8,11 +8,12 @@ import matplotlib.pyplot as plt
 
 import labs.algorithms as lab
 from labs import WorkerError, launch, launch_exercise
-from labs.harness.bench import format_size
-from labs.harness.exercises import SOLUTIONS_ENV
-from labs.harness.plots import COLORS
-from labs.harness.timing import compare
-from labs.harness.unsolved import unsolved_exercise
+from labs.harness.ranks.measure import format_size
+from labs.harness.ranks.calls import SENDS
+from labs.harness.ranks.exercises import SOLUTIONS_ENV
+from labs.harness.notebook.plots import OP_COLORS
+from labs.harness.notebook.timing import compare
+from labs.harness.launch.unsolved import unsolved_exercise
 
 KIB, MIB = 1 << 10, 1 << 20
 
@@ -71,11 +72,11 @@ def draw_tree(world_size=8):
         for k, messages in enumerate(rounds, 1):
             for src, dst in messages:
                 ax.annotate("", xy=(k, dst), xytext=(k - 1, src),
-                            arrowprops=dict(arrowstyle="->", color=COLORS["send"], lw=1.2))
+                            arrowprops=dict(arrowstyle="->", color=OP_COLORS["send"], lw=1.2))
                 has[dst] = k
         for rank, k in has.items():
             ax.plot(range(k, len(rounds) + 1), [rank] * (len(rounds) + 1 - k), "o",
-                    color=COLORS["recv"], ms=5)
+                    color=OP_COLORS["recv"], ms=5)
         ax.set_title(f"{name}: {len(rounds)} rounds")
         ax.set_xlabel("round (a rank sends one message per round)")
         ax.set_xticks(range(len(rounds) + 1))
@@ -122,7 +123,7 @@ def traffic(world_sizes, names, numel):
                 sent = [[s.send[1] - s.send[0] for s in lab.plan(name, r, p, numel)
                          if s.send_to is not None] for r in range(p)]
             else:
-                sent = [[n for op, _, n in r[name] if op in ("send", "isend")] for r in res]
+                sent = [[n for op, _, n in r[name] if op in SENDS] for r in res]
             label = f"{name} (plan)" if name in lab.ALGORITHMS else name
             print(f"  {label:<32}" + "  ".join(f"{len(s)}/{sum(s)}".rjust(11) for s in sent))
 

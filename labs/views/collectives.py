@@ -7,11 +7,11 @@ from matplotlib.figure import Figure
 
 import labs.collectives as lab
 from labs import launch_exercise
-from labs.harness.plots import timeline
-from labs.harness.stepper import detached_axes
-from labs.harness.timing import compare
+from labs.harness.notebook.plots import timeline
+from labs.harness.notebook.stepper import detached_axes
+from labs.harness.notebook.timing import compare
 
-COLORS = {"P2P (yours)": "tab:orange", "torch.distributed": "tab:green"}
+IMPLEMENTATION_COLORS = {"P2P (yours)": "tab:orange", "torch.distributed": "tab:green"}
 
 
 def cost_tables(costs):
@@ -38,7 +38,7 @@ def plot_costs(costs, title):
         spreads = [t.spreads[name] for t in tables.values()]
         med = [s.median * 1e3 for s in spreads]
         ax.bar([i + offset for i in range(len(tables))], med, 0.4, label=label,
-               color=COLORS[label], alpha=0.85,
+               color=IMPLEMENTATION_COLORS[label], alpha=0.85,
                yerr=[[m - s.low * 1e3 for m, s in zip(med, spreads)],
                      [s.high * 1e3 - m for m, s in zip(med, spreads)]], capsize=3)
     ax.set_xticks(range(len(tables)), list(tables))

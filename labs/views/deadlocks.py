@@ -9,17 +9,8 @@ from IPython.display import display
 
 from labs import HangError, WorkerError, launch, launch_exercise
 from labs.deadlocks import PATTERNS, explore_worker
-from labs.harness.gloo_text import gloo_message
-from labs.harness.plots import timeline_figure
-
-
-def abort_reason(exc):
-    """The gloo message a killed worker printed before SIGABRT (from a WorkerError), without
-    its source path, e.g. "op.preamble.length <= op.nbytes. 40 vs 20. Received data ..."."""
-    for line in str(exc).splitlines():
-        if "what():" in line:
-            return gloo_message(line).strip()
-    return "(the worker printed no reason)"
+from labs.harness.ranks.gloo_text import abort_reason  # noqa: F401 - notebook 04 calls view.abort_reason
+from labs.harness.notebook.plots import timeline_figure
 
 
 @dataclass

@@ -4,6 +4,7 @@ import dataclasses
 
 import matplotlib.pyplot as plt
 
+from labs.harness.ranks.calls import SENDS
 from labs.ring import bytes_sent
 
 
@@ -24,7 +25,7 @@ def traffic(events, world_size):
     """Per rank, from a trace: {"batches", "sends", "bytes"} it posted/sent."""
     out = []
     for r in range(world_size):
-        sends = [e for e in events if e.rank == r and e.op in ("send", "isend")]
+        sends = [e for e in events if e.rank == r and e.op in SENDS]
         out.append({"batches": len({e.batch for e in sends if e.batch is not None}),
                     "sends": len(sends),
                     "bytes": bytes_sent(sends)})
@@ -36,7 +37,7 @@ def traffic(events, world_size):
 # ----------------------------------------------------------------------------------------
 
 # One colour per method, in every figure of the lesson.
-COLORS = {"all_to_all": "tab:purple", "ring": "tab:blue", "bucketed": "tab:cyan",
+METHOD_COLORS = {"all_to_all": "tab:purple", "ring": "tab:blue", "bucketed": "tab:cyan",
           "all_reduce": "tab:green", "ddp": "black"}
 
 
@@ -44,7 +45,7 @@ def plot_losses(losses, title):
     """{method: [loss per step]}: one line per method; DDP's with markers."""
     fig, ax = plt.subplots(figsize=(7, 3))
     for m, curve in losses.items():
-        ax.plot(curve, label=m, color=COLORS.get(m), marker="o" if m == "ddp" else None,
+        ax.plot(curve, label=m, color=METHOD_COLORS.get(m), marker="o" if m == "ddp" else None,
                 markersize=3, alpha=0.8)
     ax.set_xlabel("step")
     ax.set_ylabel("loss (global batch)")
@@ -64,14 +65,14 @@ def step_seconds(per_rank, warmup=1):
 
 
 def plot_step_times(table, title):
-    """A Comparison (labs.harness.timing.compare): median per method, bar = range."""
+    """A Comparison (labs.harness.notebook.timing.compare): median per method, bar = range."""
     names = list(table.spreads)
     med = [table.spreads[n].median * 1e3 for n in names]
     low = [m - table.spreads[n].low * 1e3 for m, n in zip(med, names)]
     high = [table.spreads[n].high * 1e3 - m for m, n in zip(med, names)]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(names) + 1))
     ax.barh(names, med, xerr=[low, high], capsize=3,
-            color=[COLORS.get(n, "tab:gray") for n in names], alpha=0.8)
+            color=[METHOD_COLORS.get(n, "tab:gray") for n in names], alpha=0.8)
     ax.invert_yaxis()
     ax.set_xlabel("ms per training step: median, bar = range over the repetitions")
     ax.set_title(title, loc="left", fontsize=10)

@@ -1,7 +1,7 @@
 """Notebook 11's side: run real torchrun jobs from a cell, and look inside a hung one.
 
 How a job is started, stopped at its deadline and read with py-spy is the harness's
-(labs/harness/torchrun.py); here is what the lesson's cells print.
+(labs/harness/commands/torchrun.py); here is what the lesson's cells print.
 """
 from __future__ import annotations
 
@@ -13,15 +13,13 @@ from pathlib import Path
 
 import labs.jobs as lab
 from labs import launch_exercise
-from labs.harness.exercises import NOTES_ENV, SOLUTIONS_ENV, notes_in
-from labs.harness.timing import compare, spread
-from labs.harness.torchrun import ROOT, SCRIPTS, JobRun, RankOutput, run_job
-from labs.harness.unsolved import say_unsolved
+from labs.harness.ranks.exercises import NOTES_ENV, SOLUTIONS_ENV, notes_in
+from labs.harness.notebook.timing import compare, spread
+from labs.harness.commands.torchrun import ROOT, SCRIPTS, JobRun, RankOutput, run_job
+from labs.harness.launch.unsolved import say_unsolved
 
-# Also called as `view.<name>`: by notebook 11 (leftovers, run_two_nodes), by the
-# lesson's tests (the rest).
-from labs.harness.torchrun import (Stack, _marked, _started, leftovers,  # noqa: F401
-                                   main_thread_frames, run_torchrun, run_two_nodes)
+# Notebook 11 calls these as `view.leftovers()`, `view.run_two_nodes(...)`.
+from labs.harness.commands.torchrun import leftovers, run_two_nodes  # noqa: F401
 
 DEBUG_ENV = {"TORCH_DISTRIBUTED_DEBUG": "DETAIL", "TORCH_CPP_LOG_LEVEL": "INFO"}
 

@@ -4,7 +4,7 @@ from IPython.display import display
 from matplotlib.figure import Figure
 
 from labs import launch
-from labs.harness.plots import timeline
+from labs.harness.notebook.plots import timeline
 from labs.p2p import rendezvous_send
 
 

@@ -3,7 +3,7 @@ ungrouped ops pair up in order? did each K/V rotation overlap the compute of its
 and the ring-attention figure."""
 import matplotlib.pyplot as plt
 
-from labs.harness.plots import timeline
+from labs.harness.notebook.plots import timeline
 
 P2P = ("send", "recv", "isend", "irecv")
 

@@ -11,12 +11,12 @@ from matplotlib.ticker import FixedLocator, NullLocator
 
 import labs.ring as lab
 from labs import launch_exercise
-from labs.harness.bench import format_size
-from labs.harness.plots import timeline
-from labs.harness.timing import compare
+from labs.harness.ranks.measure import format_size
+from labs.harness.notebook.plots import timeline
+from labs.harness.notebook.timing import compare
 
 # One colour per variant, in every figure of the lesson.
-COLORS = {"naive": "tab:gray", "pass-along": "tab:brown", "ring": "tab:blue",
+VARIANT_COLORS = {"naive": "tab:gray", "pass-along": "tab:brown", "ring": "tab:blue",
           "pipelined": "tab:orange", "all_reduce": "tab:green"}
 
 
@@ -90,38 +90,42 @@ def plot_sweep(measured, alpha, beta):
     fig = Figure(figsize=(5.5 * len(measured), 7))      # outside pyplot: see detached_axes
     axes = fig.subplots(2, len(measured), sharex=True, squeeze=False)
     for col, (p, by_size) in enumerate(measured.items()):
-        sizes = list(by_size)
-        top, bottom = axes[0][col], axes[1][col]
-        for v in by_size[sizes[0]]:
-            runs = [by_size[m][v] for m in sizes]
-            med = [statistics.median(t) for t in runs]
-            for ax, scale in ((top, None), (bottom, 1e3)):
-                if scale is None:     # busbw: the fastest repetition is the highest
-                    y = [_busbw(m, s, p) for m, s in zip(sizes, med)]
-                    lo = [y_ - _busbw(m, max(t), p) for y_, m, t in zip(y, sizes, runs)]
-                    hi = [_busbw(m, min(t), p) - y_ for y_, m, t in zip(y, sizes, runs)]
-                else:
-                    y = [s * scale for s in med]
-                    lo = [y_ - min(t) * scale for y_, t in zip(y, runs)]
-                    hi = [max(t) * scale - y_ for y_, t in zip(y, runs)]
-                ax.errorbar(sizes, y, yerr=[lo, hi], marker="o", ms=4, capsize=2,
-                            color=COLORS[v], ls="--" if v == "all_reduce" else "-", label=v)
-        model = [lab.ring_model_seconds(m, p, alpha, beta) for m in sizes]
-        top.plot(sizes, [_busbw(m, s, p) for m, s in zip(sizes, model)], color="black",
-                 lw=1, ls=":", label="alpha-beta model (ring)")
-        bottom.plot(sizes, [s * 1e3 for s in model], color="black", lw=1, ls=":",
-                    label="alpha-beta model (ring)")
-        top.set_title(f"{p} ranks")
-        top.set_ylabel("bus bandwidth (MB/s, log scale)")
-        bottom.set_ylabel("time per all-reduce (ms, log scale)")
-        bottom.set_xlabel("tensor size")
-        for ax in (top, bottom):
-            ax.set_xscale("log", base=2)
-            ax.set_yscale("log")
-            ax.xaxis.set_major_locator(FixedLocator(sizes))
-            ax.xaxis.set_minor_locator(NullLocator())
-            ax.set_xticklabels([format_size(m) for m in sizes])
-            ax.grid(alpha=0.3)
+        _plot_sweep_column(axes[0][col], axes[1][col], p, by_size, alpha, beta)
     axes[0][0].legend(fontsize=8)
     fig.tight_layout()
     display(fig)
+
+
+def _plot_sweep_column(top, bottom, p, by_size, alpha, beta):
+    """One world size `p`: each variant's busbw (top) and time (bottom), and the model."""
+    sizes = list(by_size)
+    for v in by_size[sizes[0]]:
+        runs = [by_size[m][v] for m in sizes]
+        med = [statistics.median(t) for t in runs]
+        for ax, scale in ((top, None), (bottom, 1e3)):
+            if scale is None:     # busbw: the fastest repetition is the highest
+                y = [_busbw(m, s, p) for m, s in zip(sizes, med)]
+                lo = [y_ - _busbw(m, max(t), p) for y_, m, t in zip(y, sizes, runs)]
+                hi = [_busbw(m, min(t), p) - y_ for y_, m, t in zip(y, sizes, runs)]
+            else:
+                y = [s * scale for s in med]
+                lo = [y_ - min(t) * scale for y_, t in zip(y, runs)]
+                hi = [max(t) * scale - y_ for y_, t in zip(y, runs)]
+            ax.errorbar(sizes, y, yerr=[lo, hi], marker="o", ms=4, capsize=2,
+                        color=VARIANT_COLORS[v], ls="--" if v == "all_reduce" else "-", label=v)
+    model = [lab.ring_model_seconds(m, p, alpha, beta) for m in sizes]
+    top.plot(sizes, [_busbw(m, s, p) for m, s in zip(sizes, model)], color="black",
+             lw=1, ls=":", label="alpha-beta model (ring)")
+    bottom.plot(sizes, [s * 1e3 for s in model], color="black", lw=1, ls=":",
+                label="alpha-beta model (ring)")
+    top.set_title(f"{p} ranks")
+    top.set_ylabel("bus bandwidth (MB/s, log scale)")
+    bottom.set_ylabel("time per all-reduce (ms, log scale)")
+    bottom.set_xlabel("tensor size")
+    for ax in (top, bottom):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.xaxis.set_major_locator(FixedLocator(sizes))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xticklabels([format_size(m) for m in sizes])
+        ax.grid(alpha=0.3)

@@ -5,8 +5,8 @@ import inspect
 
 import torch.distributed.distributed_c10d as c10d
 
-from labs.claims.common import abort_reason
-from labs.harness.plots import match_pairs
+from labs.harness.ranks.gloo_text import abort_reason
+from labs.harness.notebook.plots import match_pairs
 
 
 def show(fn):

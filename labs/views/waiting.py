@@ -2,7 +2,7 @@
 check, reused), the overlap timeline with its phases marked, and the per-step timings of
 the overlap measurement."""
 from labs.claims.waiting import barriers_returned_first  # noqa: F401 (the notebook uses it)
-from labs.harness.plots import timeline
+from labs.harness.notebook.plots import timeline
 from labs.waiting import MODES
 
 
@@ -39,7 +39,7 @@ def step_seconds(results) -> dict:
 
 def hidden_fraction(table) -> float:
     """How much of the shorter phase the overlap hid, from the medians of a
-    labs.harness.timing comparison: 0 = nothing (as slow as serial), 1 = all of it."""
+    labs.harness.notebook.timing comparison: 0 = nothing (as slow as serial), 1 = all of it."""
     median = {name: s.median for name, s in table.spreads.items()}
     shorter = min(median["transfer only"], median["matmul only"])
     return (median["serial"] - median["overlapped"]) / shorter

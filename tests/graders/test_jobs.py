@@ -18,13 +18,13 @@ from pathlib import Path
 
 import torch
 
-from labs.harness.cli import format_result
-from labs.harness.exercises import SOLUTIONS_ENV, Unsolved, unsolved_of
+from labs.harness.commands.cli import format_result
+from labs.harness.ranks.exercises import SOLUTIONS_ENV, Unsolved, unsolved_of
 from labs.harness.grading import (GradeFailure, check_close, check_p2p_only, implementation,
                                   p2p_ops)
 from labs.harness.grading.record import record
 from labs.harness.grading.run import unsolved_failure
-from labs.harness.tracing import Event
+from labs.harness.ranks.tracing import Event
 
 WORLD_SIZE = 3          # odd: uneven ring chunks
 NUMEL = 7               # not a multiple of WORLD_SIZE
@@ -40,7 +40,7 @@ def probe(out_dir: str, *impls: str):
     work that raises (numel -1: torch.arange raises once the group is joined); record."""
     import torch.distributed as dist
     import torch.distributed.distributed_c10d as c10d
-    from labs.harness import tracing
+    from labs.harness.ranks import tracing
 
     rank, calls = int(os.environ["RANK"]), []
     real = {name: getattr(c10d, name) for name in ("init_process_group", "destroy_process_group")}
@@ -93,10 +93,10 @@ def _plain(value):
 
 def run_probe(out_dir: Path, *impls: str) -> dict[int, dict]:
     """Run `probe` under torchrun; {rank: {impl: cases}}, or a GradeFailure saying why not."""
-    import labs.views.jobs as view
-    run = view.run_torchrun(["--standalone", f"--nproc-per-node={WORLD_SIZE}",
-                             "-m", "tests.graders.test_jobs", str(out_dir), *impls],
-                            env={SOLUTIONS_ENV: "0"}, deadline_s=60 + 40 * len(impls))
+    from labs.harness.commands.torchrun import run_torchrun
+    run = run_torchrun(["--standalone", f"--nproc-per-node={WORLD_SIZE}",
+                        "-m", "tests.graders.test_jobs", str(out_dir), *impls],
+                       env={SOLUTIONS_ENV: "0"}, deadline_s=60 + 40 * len(impls))
     records = {int(p.stem[4:]): json.loads(p.read_text()) for p in out_dir.glob("rank*.json")}
     if sorted(records) != list(range(WORLD_SIZE)):
         tail = "\n".join(r.stderr[-1500:] for r in run.ranks if r.stderr.strip())

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from labs.harness import copies
+from labs.harness.commands import copies
 
 
 @pytest.fixture

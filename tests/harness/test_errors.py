@@ -16,8 +16,8 @@ import torch
 import torch.distributed as dist
 
 from labs import HangError, Interrupted, WorkerError, launch, launch_exercise, last_worker_pids
-from labs.harness.errors import LaunchError
-from labs.harness.plots import timeline_figure
+from labs.harness.launch.errors import LaunchError
+from labs.harness.notebook.plots import timeline_figure
 from labs.ring import run_variant
 from tests.procs import descendants
 
@@ -49,7 +49,7 @@ def test_one_cause_is_written_once_with_the_ranks_that_share_it(no_leftover_work
     assert "in everyone_fails" in text.splitlines()[1]
     assert "labs/harness" not in text and "Traceback" not in text
     assert sorted(info.value.tracebacks) == [0, 1, 2, 3]       # details one attribute away
-    assert "labs/harness/worker.py" in info.value.tracebacks[0]
+    assert "labs/harness/launch/worker.py" in info.value.tracebacks[0]
 
 
 def test_distinct_causes_are_listed_separately(no_leftover_workers):
@@ -132,7 +132,7 @@ def test_a_hang_is_still_a_hang_error(no_leftover_workers):
 def test_a_stand_in_is_per_exercise(monkeypatch):
     """launch_exercise swaps in the reference of the unsolved exercise only: P2P_COURSE_SOLUTIONS
     names it, and every other exercise keeps running the learner's body."""
-    from labs.harness.exercises import solution_wanted
+    from labs.harness.ranks.exercises import solution_wanted
     monkeypatch.setenv("P2P_COURSE_SOLUTIONS", "ring_reduce_scatter")
     assert solution_wanted("ring_reduce_scatter") and not solution_wanted("ring_all_reduce")
     monkeypatch.setenv("P2P_COURSE_SOLUTIONS", "1")

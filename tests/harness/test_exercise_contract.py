@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from labs.harness.exercises import exercises_in
+from labs.harness.ranks.exercises import exercises_in
 from tests.course import ROOT, exercises, lesson_modules, lessons
 
 ALL = exercises()
@@ -34,7 +34,9 @@ def test_every_notebook_imports_one_lab_module_as_lab(lesson):
     assert len(lesson.modules) == 1, (
         f"{lesson.notebook.name} should import its lab module once as `lab` "
         f"(`import labs.<module> as lab`), found {list(lesson.modules)}")
-    assert (ROOT / "labs" / f"{lesson.module}.py").is_file(), f"labs/{lesson.module}.py missing"
+    module = ROOT / "labs" / lesson.module        # a module, or a package (labs/doctor/)
+    assert module.with_suffix(".py").is_file() or (module / "__init__.py").is_file(), \
+        f"labs/{lesson.module}.py missing"
 
 
 def test_every_module_with_exercises_is_a_lesson():

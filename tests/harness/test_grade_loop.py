@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from labs import WorkerError, launch
-from labs.harness.exercises import ExerciseNotSolved, Unsolved, exercise, todo
+from labs.harness.ranks.exercises import ExerciseNotSolved, Unsolved, exercise, todo
 from labs.harness.grading import memory
 from labs.harness.grading.run import (GradeFailure, distinct_problems, fail_if_any, grading,
                                       unsolved_failure)
 from labs.harness.grading.sheet import Graded, grade_sheet
-from labs.harness.unsolved import unsolved_exercise
+from labs.harness.launch.unsolved import unsolved_exercise
 from tests.course import ROOT
 from tests.graders import test_gradients, test_ring
 
@@ -179,7 +179,7 @@ def test_the_grade_sheet_reads_in_five_seconds():
 # -- what make check remembers ---------------------------------------------------------------
 
 LAB = '''
-from labs.harness.exercises import exercise, todo
+from labs.harness.ranks.exercises import exercise, todo
 
 LIMIT = 3
 

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from labs.harness.grading import GradeFailure, call, check_messages, check_overlap
-from labs.harness.tracing import Event
+from labs.harness.ranks.tracing import Event
 from tests.graders import (test_algorithms, test_batching, test_collectives, test_deadlocks,
-                           test_gradients, test_jobs, test_p2p, test_patterns, test_ring, test_snippets,
-                           test_waiting)
+                           test_gradients, test_jobs, test_p2p, test_patterns, test_ring,
+                           test_snippets, test_waiting)
 
 BODIES = "tests.graders.bodies"
 HUNG = "hung (world_size="

@@ -1,5 +1,5 @@
 """The schedule checker (labs/harness/schedule/) against real gloo runs, and the timelines
-(labs/harness/plots.py).
+(labs/harness/notebook/plots.py).
 
 Every schedule below is checked twice: `check` predicts its outcome without a worker,
 then `execute` runs it on real gloo workers; the prediction must equal what really
@@ -15,11 +15,11 @@ import torch
 
 from labs import launch
 from labs.harness import schedule as sc
-from labs.harness.plots import describe_moment, match_pairs, moments, scrub, summary, timeline
+from labs.harness.notebook.plots import describe_moment, match_pairs, moments, scrub, summary, timeline
 from labs.harness.schedule import (barrier, batch, check, compute, execute, from_trace, irecv,
                                    isend, recv, send, wait)
 from labs.harness.schedule.drawing import draw, step_through
-from labs.harness.tracing import Event
+from labs.harness.ranks.tracing import Event
 
 
 def _early_wait(peer):
@@ -44,7 +44,7 @@ SCHEDULES = {
                     1: [recv(0, 10), send(0, 10)]}, "ok", set()),
     "ring3_blocking": ({r: [send((r + 1) % 3, 10), recv((r - 1) % 3, 10)] for r in range(3)},
                        "hang", {"deadlock"}),
-    "ring4_batch": (sc.ring_schedule(4, numel=6), "ok", set()),
+    "ring4_batch": (sc.ring_shift_schedule(4, numel=6), "ok", set()),
     "early_wait": ({0: _early_wait(1), 1: _early_wait(0)}, "hang", {"deadlock"}),
     "unmatched_send": ({0: [send(1, 10)], 1: []}, "hang", {"unmatched_send"}),
     "unmatched_recv": ({0: [], 1: [recv(0, 10)]}, "hang", {"unmatched_recv"}),
@@ -232,7 +232,7 @@ def test_worker_side_loads_no_plotting():
 
 def test_demo_ring_delivers_each_neighbours_payload():
     results = launch(sc.demo, 3, quiet=True)
-    sched = sc.Schedule(sc.ring_schedule(3))
+    sched = sc.Schedule(sc.ring_shift_schedule(3))
     for rank, got in enumerate(results):
         sender = next(p for p in sched.ops if p.send and p.peer == rank)
         assert got == [sc.payload(sender).tolist()]

@@ -1,5 +1,6 @@
 """The templates a maintainer copies to add a lesson work as they are: the lab module is a
 valid lesson module, its grader fails on the stub and passes the reference body."""
+import ast
 import inspect
 
 import pytest
@@ -7,7 +8,7 @@ import pytest
 import labs.harness.templates.lesson as lesson
 import labs.harness.templates.solution as solution
 from labs import launch
-from labs.harness.exercises import exercises_in
+from labs.harness.ranks.exercises import exercises_in
 from labs.harness.grading import GradeFailure
 from tests.graders import template
 from tests.harness.test_exercise_contract import assert_is_a_stub
@@ -41,3 +42,12 @@ def test_the_template_grader_passes_the_reference(world_size):
 def test_the_template_grader_catches_a_body_that_keeps_its_own_tensor():
     with pytest.raises(GradeFailure, match=r"\(expected rank 1's tensor\): rank 0 is wrong"):
         template.test_swap_with_partner("tests.harness.wrong_bodies", 2)
+
+
+def test_the_template_imports_what_a_lesson_may():
+    """A lesson stands on the ranks' tools and the command line, below views and claims
+    (tests/harness/test_structure.py): the template starts a new lesson on that floor."""
+    tree = ast.parse(inspect.getsource(lesson))
+    harness = {node.module for node in ast.walk(tree)
+               if isinstance(node, ast.ImportFrom) and node.module.startswith("labs")}
+    assert harness == {"labs.harness.commands", "labs.harness.ranks.exercises"}

@@ -33,8 +33,8 @@ from pathlib import Path
 
 import pytest
 
-from labs.harness.torchrun import MARKER, py_spy_dump
-from labs.harness.torchrun import _marked as marked
+from labs.harness.commands.torchrun import MARKER, py_spy_dump
+from labs.harness.commands.torchrun import _marked as marked
 from tests import course
 from tests.procs import die_with as _die_with
 from tests.procs import alive, group_members
@@ -324,7 +324,7 @@ def test_a_failure_on_one_node_is_reported_there_not_as_the_other_nodes_hang():
             "--nnodes=2", "--nproc-per-node=2", "--rdzv-backend=c10d",
             f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-id=p2p-fails-{port}",
             f"--rdzv-conf=is_host={int(host)}", "--local-addr=127.0.0.1",
-            "tests/harness/one_node_fails.py"]
+            "labs/scripts/one_node_fails.py"]
 
     with pytest.raises(pytest.fail.Exception) as info:
         run_all({"node 0": node(True), "node 1": node(False)})

@@ -13,7 +13,8 @@ import labs.algorithms as lab
 import labs.views.algorithms as view
 from labs import launch
 from labs.harness.grading import GradeFailure
-from labs.ring import chunk_bounds, make_data
+from labs.harness.ranks.data import seeded
+from labs.ring import chunk_bounds
 from tests.graders import test_algorithms as graders
 
 BODIES = "tests.graders.bodies.algorithms"
@@ -90,7 +91,7 @@ def contract_worker(rank, world_size, names):
     lab.set_model(lab.Model(alpha=1e-4, beta=1e9, gamma=1e-10))
     out = []
     for i, (dtype, shape) in enumerate([(d, s) for d in DTYPES for s in SHAPES]):
-        data = make_data(rank, shape, dtype, seed=i)
+        data = seeded(rank, shape, dtype, seed=i)
         exact, magnitude = data.double().clone(), data.double().abs()
         dist.all_reduce(exact)
         dist.all_reduce(magnitude)
@@ -154,7 +155,7 @@ def test_best_all_reduce_runs_the_plan_the_model_chooses():
 # ----------------------------------------------------------------------------------------
 
 def rooted_worker(rank, world_size, root):
-    data = make_data(rank, (5,), "int64")
+    data = seeded(rank, (5,), "int64")
     expected = data.clone()
     dist.reduce(expected, root)
     tree, star = lab.tree_reduce(data.clone(), root), lab.star_reduce(data.clone(), root)
@@ -239,7 +240,7 @@ def test_choice_and_thresholds_follow_the_model():
 
 
 def calibrate_worker(rank, world_size):
-    from labs.harness import tracing
+    from labs.harness.ranks import tracing
     dist.barrier()
     model = lab.calibrate(sizes=[1 << 10, 1 << 16, 1 << 20], reps=2)
     return model, [e.op for e in tracing.TRACER.events]
@@ -258,7 +259,7 @@ def test_time_calls_and_the_bench_table(tmp_path):
     names = ["all_reduce", "best", "doubling"]
     res = launch(lab.time_calls, 2, args=(names, [4096], 5, 1), timeout=60, quiet=True)
     assert res[0] == res[1] and all(len(v) == 5 and min(v) > 0 for v in res[0][4096].values())
-    from labs.harness import bench
+    import labs.bench as bench
     out = io.StringIO()
     with redirect_stdout(out):
         bench.main(["algorithms", "--world-sizes", "2", "--sizes", "4K,64K", "--reps", "5",

@@ -12,9 +12,10 @@ import time
 import pytest
 
 import labs.jobs as lab
+import labs.harness.commands.torchrun as runner
 import labs.views.jobs as view
 from labs import launch
-from labs.harness.exercises import SOLUTIONS_ENV
+from labs.harness.ranks.exercises import SOLUTIONS_ENV
 from labs.harness.grading import GradeFailure
 from tests.graders.test_jobs import check_ring_job, run_probe
 from tests.procs import alive
@@ -104,10 +105,10 @@ def test_a_job_stopped_at_its_deadline_leaves_nothing():
 
 KERNEL = """
 import sys, time
-import labs.views.jobs as view
+import labs.harness.commands.torchrun as runner
 from pathlib import Path
 args = ["--standalone", "--nproc-per-node=4", "labs/scripts/hung_job.py", "--timeout", "120"]
-with view._started([args], None, Path(sys.argv[1])) as nodes:
+with runner._started([args], None, Path(sys.argv[1])) as nodes:
     while len(nodes[0].rank_pids()) < 4:
         time.sleep(0.1)
     print(" ".join(map(str, [nodes[0].proc.pid, *nodes[0].rank_pids().values()])), flush=True)
@@ -130,7 +131,7 @@ def test_a_killed_kernel_takes_its_jobs_with_it(tmp_path):
             time.sleep(0.1)
         assert not [p for p in pids if alive(p)], "processes outlived the kernel"
     finally:
-        for pid in view._marked(f"{kernel.pid}-"):
+        for pid in runner._marked(f"{kernel.pid}-"):
             os.kill(pid, signal.SIGKILL)
 
 
@@ -142,7 +143,7 @@ def _job(*, timeout=True, destroy_on_error=True, reduce=None):
     import torch
     import torch.distributed as dist
     import labs.ring
-    from labs.harness.cli import format_result
+    from labs.harness.commands.cli import format_result
 
     def ring_job(numel=6, timeout_s=30.0):
         kwargs = {"timeout": datetime.timedelta(seconds=timeout_s)} if timeout else {}
@@ -214,7 +215,7 @@ Thread 5990 (idle): "Thread-1"
 
 
 def test_reading_a_dump_and_an_ending():
-    stack = view.Stack(2, 5902, DUMP, view.main_thread_frames(DUMP))
+    stack = runner.Stack(2, 5902, DUMP, runner.main_thread_frames(DUMP))
     assert [f.function for f in stack.frames[:3]] == [
         "send", "_exception_logger.<locals>.wrapper", "swap_with"]
     assert len(stack.frames) == 6       # the other thread's frames are not the main thread's

@@ -53,7 +53,7 @@ def test_first_values_and_demo():
 
 def bytes_per_variant(rank, world_size, variants, numel):
     """Worker: bytes this rank's isends carried in one run of each variant (from the trace)."""
-    from labs.harness import tracing
+    from labs.harness.ranks import tracing
     out = {}
     for variant in variants:
         tracing.TRACER.events.clear()
@@ -90,7 +90,7 @@ def test_alpha_beta_fit_and_bandwidth_definitions():
 
 def rotation_order(rank, world_size, reps):
     """Worker: the order in which time_on_ranks called three functions, and its result."""
-    from labs.harness.measure import time_on_ranks
+    from labs.harness.ranks.measure import time_on_ranks
     order = []
     calls = {name: (lambda name=name: order.append(name)) for name in "abc"}
     return order, time_on_ranks(calls, reps, warmup=1)
@@ -122,7 +122,7 @@ def test_time_variants_and_ping_pong_run():
 
 
 def test_bench_ring_prints_table(tmp_path):
-    from labs.harness import bench
+    import labs.bench as bench
     out = io.StringIO()
     with redirect_stdout(out):
         bench.main(["ring", "--world-sizes", "2", "--sizes", "1K,16K", "--reps", "2",

@@ -8,8 +8,8 @@ import torch
 import labs.views.waiting as view
 import labs.waiting as lab
 from labs import launch, launch_exercise
-from labs.harness.timing import compare
-from labs.harness.tracing import Event
+from labs.harness.notebook.timing import compare
+from labs.harness.ranks.tracing import Event
 
 matplotlib.use("Agg")
 

@@ -33,8 +33,7 @@ seconds after it happens (HANG_SECONDS), with what each rank was blocked in. `ma
 grades your code in labs/ (`--impl=labs`); CI grades solutions/. `make mutants` proves the
 graders on wrong bodies generated from the references (tests/mutation.py).
 """
-from labs.harness.grading.calls import (WATCHED_LABEL, Call, call, in_case, recording, seeded,
-                                        watched)
+from labs.harness.grading.calls import WATCHED_LABEL, Call, call, in_case, recording, watched
 from labs.harness.grading.checks import (check_close, check_filled, check_fresh,
                                          check_returned_input, check_untouched,
                                          non_contiguous_case)
@@ -43,6 +42,7 @@ from labs.harness.grading.method import (check_batched, check_messages, check_on
                                          p2p_ops)
 from labs.harness.grading.graded import implementation
 from labs.harness.grading.run import HANG_SECONDS, GradeFailure, fail_if_any, grade
+from labs.harness.ranks.data import seeded
 
 __all__ = ["WATCHED_LABEL", "Call", "call", "in_case", "recording", "seeded", "watched", "check_close",
            "check_filled", "check_fresh", "non_contiguous_case", "check_returned_input", "check_untouched",

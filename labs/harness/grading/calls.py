@@ -7,23 +7,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from labs.harness import tracing
+from labs.harness.ranks import tracing
 from labs.harness.grading.run import GradeFailure
-from labs.harness.tracing import Event
+from labs.harness.ranks.tracing import Event
 
 WATCHED_LABEL = "matmul seen by the grader"
-
-
-def seeded(rank, shape, dtype, seed=0) -> torch.Tensor:
-    """Rank `rank`'s input for case `seed`: the same on every run (so the test can rebuild
-    it to know the expected result) and different on every rank. Integers in [-1000, 1000),
-    floating point from a normal distribution. Data every rank shares: pass rank 0."""
-    g = torch.Generator().manual_seed(1000 * seed + rank)
-    dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
-    if dtype.is_floating_point:
-        drawn = torch.float64 if dtype == torch.float64 else torch.float32
-        return torch.randn(shape, generator=g, dtype=drawn).to(dtype)
-    return torch.randint(-1000, 1000, shape, generator=g, dtype=dtype)
 
 
 class Watched(torch.Tensor):

@@ -6,7 +6,8 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from labs.harness.grading.calls import Call, in_case, seeded
+from labs.harness.grading.calls import Call, in_case
+from labs.harness.ranks.data import seeded
 from labs.harness.grading.run import GradeFailure
 
 

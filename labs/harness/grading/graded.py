@@ -22,7 +22,7 @@ from dataclasses import replace
 import torch
 import torch.distributed as dist
 
-from labs.harness import tracing
+from labs.harness.ranks import tracing
 from labs.harness.grading.compare import Method, differences
 from labs.harness.grading.methods import METHODS
 from labs.harness.grading.record import install, outstanding, record

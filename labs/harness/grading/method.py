@@ -1,6 +1,6 @@
 """The test side of a grader, part 2: checks on the method, from the trace.
 
-Each takes a list of `labs.harness.tracing.Event`: the calls one `Call` made
+Each takes a list of `labs.harness.ranks.tracing.Event`: the calls one `Call` made
 (`call.events`) or a whole launch's trace (`results.trace`), and raises GradeFailure
 saying what the lesson expected and what the trace shows.
 """
@@ -8,15 +8,14 @@ from __future__ import annotations
 
 
 from labs.harness.grading.run import GradeFailure
-from labs.harness.tracing import P2P_OPS
+from labs.harness.ranks.calls import P2P_CALLS, SENDS
 
-SENDS, RECVS = ("send", "isend"), ("recv", "irecv")
 # What a rank may do besides point-to-point ops while it runs a point-to-point exercise:
 # waits, computation, and synchronisation that moves no data.
-NOT_COLLECTIVES = (*P2P_OPS, "wait", "compute", "barrier", "monitored_barrier")
+NOT_COLLECTIVES = (*P2P_CALLS, "wait", "compute", "barrier", "monitored_barrier")
 
 
-def p2p_ops(events, rank=None, ops=P2P_OPS) -> list:
+def p2p_ops(events, rank=None, ops=P2P_CALLS) -> list:
     """The point-to-point ops among `events` (of one rank, if given), in the order posted."""
     return [e for e in events if e.op in ops and (rank is None or e.rank == rank)]
 

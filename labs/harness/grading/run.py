@@ -6,7 +6,7 @@ import contextvars
 import re
 
 from labs import HangError, WorkerError, launch
-from labs.harness.exercises import SOLUTIONS_ENV
+from labs.harness.ranks.exercises import SOLUTIONS_ENV
 
 # gloo's own timeout for every send, receive and wait in a grader's workers: a deadlock is
 # reported this many seconds after it happens, not when the launch deadline passes.

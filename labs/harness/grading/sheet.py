@@ -1,7 +1,7 @@
 """`make check`'s grade sheet: one line per exercise, in lesson order, read in five seconds.
 
     solved        every run of its grader passed (one run per world size or case group)
-    not started   its stub still raises (labs.harness.exercises.ExerciseNotSolved)
+    not started   its stub still raises (labs.harness.ranks.exercises.ExerciseNotSolved)
     waiting       it is written, but it needs another exercise that is not solved yet
     FAILING       you wrote it and a run fails: the first failure, on one line
 

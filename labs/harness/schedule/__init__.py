@@ -53,19 +53,22 @@ One job per module, in the order a schedule goes through them:
 
 `python -m labs.harness.schedule` runs a batched ring shift the checker predicts is safe.
 """
-from labs.harness.schedule.language import (DTYPES, Batch, Collective, Compute, Op, Wait,
-                                            barrier, batch, collective, compute, irecv,
+from labs.harness.schedule.language import (DTYPES, Batch, Collective, Compute, ScheduledOp,
+                                            Wait, barrier, batch, collective, compute, irecv,
                                             isend, recv, send, wait)
+from labs.harness.schedule.outcomes import Outcome
 from labs.harness.schedule.program import P2P, Instr, Schedule, as_schedule
 from labs.harness.schedule.real_run import (HANG_TIMEOUT, Arrived, RunOutcome, demo, execute,
-                                            payload, ring_schedule, run_schedule)
+                                            payload, ring_shift_schedule,
+                                            run_schedule)
 from labs.harness.schedule.report import Report, check
-from labs.harness.schedule.simulation import Step
+from labs.harness.schedule.simulation import SimulationStep
 from labs.harness.schedule.traces import from_trace
 from labs.harness.schedule.verdicts import Verdict
 
 __all__ = ["send", "recv", "isend", "irecv", "batch", "wait", "barrier", "collective",
            "compute", "check", "execute", "from_trace", "Schedule", "as_schedule", "Report",
-           "Verdict", "Step", "RunOutcome", "Arrived", "run_schedule", "payload",
-           "ring_schedule", "demo", "HANG_TIMEOUT", "DTYPES", "Op", "Batch", "Wait",
+           "Verdict", "Outcome", "SimulationStep", "RunOutcome", "Arrived", "run_schedule",
+           "payload", "ring_shift_schedule", "demo", "HANG_TIMEOUT", "DTYPES", "ScheduledOp",
+           "Batch", "Wait",
            "Collective", "Compute", "P2P", "Instr"]

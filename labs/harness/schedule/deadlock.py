@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from labs.harness.schedule.outcomes import Outcome
 from labs.harness.schedule.verdicts import Verdict
 
 
@@ -41,7 +42,7 @@ def _waits_of(r, ins, graph, sched, sim, matching, backend) -> list:
         return [Verdict(
             "double_wait", (r,), f"rank {r}'s call {ins.text} [#{ins.index}] waits again "
             f"for {again}: on gloo each wait() consumes the op's completion, so a second "
-            f"wait blocks until the timeout.", "hang", True, "NCCL's Work checks CUDA events "
+            f"wait blocks until the timeout.", Outcome.HANG, True, "NCCL's Work checks CUDA events "
             "that stay recorded: waiting again does not block there.", tuple(ins.rewait))]
     for pid in ins.wait:
         other = matching.get(pid)
@@ -69,7 +70,7 @@ def _waits_in_collective(r, ins, graph, sim, ws) -> list:
         "unmatched_collective", (r, *gone),
         f"rank {r} waits in {ins.text} (its collective call #{k}), but rank"
         f"{'s' if len(gone) > 1 else ''} {', '.join(map(str, gone))} finished "
-        f"without calling it.", "hang", True, "the same on NCCL.", ())]
+        f"without calling it.", Outcome.HANG, True, "the same on NCCL.", ())]
 
 
 def _cycles(graph, ops, nccl):
@@ -87,7 +88,7 @@ def _cycles(graph, ops, nccl):
         sends_only = all(p is not None and ops[p].send for p in pids)
         send_cycle |= sends_only
         verdicts.insert(0, Verdict("deadlock", tuple(cycle), f"{words}. {_why(pids, ops)}",
-                                   "hang", True, _nccl_note(cycle, sends_only, nccl),
+                                   Outcome.HANG, True, _nccl_note(cycle, sends_only, nccl),
                                    tuple(p for p in pids if p is not None)))
         cycles.append(tuple(cycle))
     return verdicts, cycles, send_cycle

@@ -16,11 +16,12 @@ from matplotlib.colors import to_rgba
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyBboxPatch, Patch
 
-from labs.harness.plots import COLORS
+from labs.harness.notebook.plots import OP_COLORS
 from labs.harness.schedule.language import Batch
+from labs.harness.schedule.outcomes import Outcome
 from labs.harness.schedule.program import Schedule, as_schedule
 from labs.harness.schedule.report import Report, check
-from labs.harness.stepper import step_slider
+from labs.harness.notebook.stepper import step_slider
 
 
 def _size(sched, cells) -> tuple:
@@ -108,7 +109,7 @@ class _Picture:
         self.pos = {}           # op id, or ("i", rank, call index) -> (x, rank)
         self.cycle_ops = {pid for v in report.verdicts if v.kind == "deadlock" for pid in v.ops}
         self.problem_ops = {pid for v in report.verdicts
-                            if v.kind != "deadlock" and v.outcome != "warning" for pid in v.ops}
+                            if v.kind != "deadlock" and v.outcome != Outcome.WARNING for pid in v.ops}
 
     def happened(self, stamps, key) -> bool:
         return key in stamps and (self.upto is None or stamps[key] <= self.upto)
@@ -122,7 +123,7 @@ class _Picture:
         else:
             started = self.happened(sim.started, (r, ins.index))
             done = self.happened(sim.finished, (r, ins.index))
-        face, alpha, edge, lw, ls = COLORS[kind], 0.9, "black", 0.6, "-"
+        face, alpha, edge, lw, ls = OP_COLORS[kind], 0.9, "black", 0.6, "-"
         if not started:
             face, alpha, edge, ls = "white", 1.0, "#999999", "--"
         elif not done:
@@ -189,7 +190,7 @@ class _Picture:
         for r, (kind, pid, _) in self.sim.failure.items():
             if pid is not None and (self.upto is None or self.sim.posted.get(pid, 0) <= self.upto):
                 x, y = self.pos[pid]
-                self.ax.text(x, y + 0.36, "\u2717 " + ("SIGABRT" if kind == "abort" else "raises"),
+                self.ax.text(x, y + 0.36, "\u2717 " + ("SIGABRT" if kind == Outcome.ABORT else "raises"),
                              ha="center", va="top", fontsize=7, color="red", fontweight="bold")
 
 
@@ -213,11 +214,11 @@ def _title(report, upto, title) -> str:
 
 
 def _legend() -> list:
-    return [Patch(facecolor=COLORS["send"], label="send"),
-            Patch(facecolor=COLORS["recv"], label="recv"),
-            Patch(facecolor=COLORS["wait"], label="wait"),
+    return [Patch(facecolor=OP_COLORS["send"], label="send"),
+            Patch(facecolor=OP_COLORS["recv"], label="recv"),
+            Patch(facecolor=OP_COLORS["wait"], label="wait"),
             Patch(facecolor="white", edgecolor="#999999", linestyle="--", label="not reached"),
-            Patch(facecolor=COLORS["send"], alpha=0.35, label="posted, not complete"),
+            Patch(facecolor=OP_COLORS["send"], alpha=0.35, label="posted, not complete"),
             Line2D([], [], color="black", marker=">", label="matched pair"),
             Line2D([], [], color="red", linestyle="--", marker=">", label="waits for (deadlock)"),
             Patch(facecolor="white", edgecolor="red", linewidth=2, label="blocked forever"),

@@ -14,25 +14,29 @@ from dataclasses import dataclass
 
 import torch
 
+from labs.harness.ranks.calls import SENDS, P2PCall
+
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",
           "uint8")
 
 
 def itemsize(dtype: str) -> int:
-    return torch.empty(0, dtype=getattr(torch, dtype)).element_size()
+    return getattr(torch, dtype).itemsize
 
 
 @dataclass(eq=False)
-class Op:
-    """One point-to-point call. A non-blocking one (isend/irecv) is also its own handle."""
+class ScheduledOp:
+    """One point-to-point call of a schedule (send(...), irecv(...) write them). A
+    non-blocking one (isend/irecv) is also its own handle."""
 
-    kind: str                  # "send" | "recv" | "isend" | "irecv"
+    kind: P2PCall
     peer: int | None           # None: receive from any source
     numel: int
     dtype: str = "float32"
     tag: int = 0
 
     def __post_init__(self):
+        self.kind = P2PCall(self.kind)          # "send" as written, or the member itself
         if isinstance(self.dtype, torch.dtype):
             self.dtype = str(self.dtype).replace("torch.", "")
         if self.dtype not in DTYPES:
@@ -51,11 +55,11 @@ class Op:
 
     @property
     def is_send(self) -> bool:
-        return self.kind in ("send", "isend")
+        return self.kind in SENDS
 
     @property
     def blocking(self) -> bool:
-        return self.kind in ("send", "recv")
+        return self.kind.blocking
 
     @property
     def nbytes(self) -> int:
@@ -115,24 +119,24 @@ class Compute:
         return f"compute({self.label!r})"
 
 
-def send(peer, numel, dtype="float32", tag=0) -> Op:
+def send(peer, numel, dtype="float32", tag=0) -> ScheduledOp:
     """Blocking send of `numel` elements of `dtype` to rank `peer` (dist.send)."""
-    return Op("send", peer, numel, dtype, tag)
+    return ScheduledOp(P2PCall.SEND, peer, numel, dtype, tag)
 
 
-def recv(peer, numel, dtype="float32", tag=0) -> Op:
+def recv(peer, numel, dtype="float32", tag=0) -> ScheduledOp:
     """Blocking receive into a buffer of `numel` x `dtype` (dist.recv); peer None: any source."""
-    return Op("recv", peer, numel, dtype, tag)
+    return ScheduledOp(P2PCall.RECV, peer, numel, dtype, tag)
 
 
-def isend(peer, numel, dtype="float32", tag=0) -> Op:
+def isend(peer, numel, dtype="float32", tag=0) -> ScheduledOp:
     """Non-blocking send (dist.isend); the returned op is the handle to `wait` on."""
-    return Op("isend", peer, numel, dtype, tag)
+    return ScheduledOp(P2PCall.ISEND, peer, numel, dtype, tag)
 
 
-def irecv(peer, numel, dtype="float32", tag=0) -> Op:
+def irecv(peer, numel, dtype="float32", tag=0) -> ScheduledOp:
     """Non-blocking receive (dist.irecv); the returned op is the handle to `wait` on."""
-    return Op("irecv", peer, numel, dtype, tag)
+    return ScheduledOp(P2PCall.IRECV, peer, numel, dtype, tag)
 
 
 def batch(ops) -> Batch:
@@ -141,7 +145,7 @@ def batch(ops) -> Batch:
     if not ops:
         raise ValueError("batch([]) is empty (batch_isend_irecv raises IndexError)")
     for op in ops:
-        if not isinstance(op, Op) or op.blocking:
+        if not isinstance(op, ScheduledOp) or op.blocking:
             raise ValueError(f"a batch holds isend/irecv ops (P2POp only accepts dist.isend "
                              f"or dist.irecv), got {op!r}")
         if op.peer is None:
@@ -152,9 +156,9 @@ def batch(ops) -> Batch:
 
 def wait(handle=None) -> Wait:
     """Wait for an isend/irecv handle or a whole batch; wait() waits for everything posted."""
-    if handle is not None and not isinstance(handle, (Op, Batch)):
+    if handle is not None and not isinstance(handle, (ScheduledOp, Batch)):
         raise TypeError(f"wait() takes an isend/irecv handle or a batch, got {handle!r}")
-    if isinstance(handle, Op) and handle.blocking:
+    if isinstance(handle, ScheduledOp) and handle.blocking:
         raise ValueError(f"{handle!r} is blocking: it has no handle to wait on")
     return Wait(handle)
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from labs.harness.calls import wrap_calls
-from labs.harness.schedule.language import Batch, Collective, Compute, Op, Wait
+from labs.harness.ranks.calls import wrap_calls
+from labs.harness.schedule.language import Batch, Collective, Compute, ScheduledOp, Wait
 
 
 @dataclass(eq=False)
@@ -18,7 +18,7 @@ class P2P:
     id: int
     rank: int
     index: int                 # position of its call in the rank's list
-    op: Op
+    op: ScheduledOp
     batch: int | None = None   # the rank's batch number, if it was posted in a batch
     waited: bool = False       # some call waits for it (a blocking call waits for itself)
 
@@ -110,7 +110,7 @@ class Schedule:
 
     def _instr(self, r, index, item, handles: _Handles) -> Instr:
         ins = Instr(r, index, item, text=repr(item))
-        if isinstance(item, Op):
+        if isinstance(item, ScheduledOp):
             self._post_op(ins, item, handles)
         elif isinstance(item, Batch):
             self._post_batch(ins, item, handles)
@@ -127,7 +127,7 @@ class Schedule:
             self.ops[pid].waited = True
         return ins
 
-    def _post_op(self, ins: Instr, op: Op, handles: _Handles):
+    def _post_op(self, ins: Instr, op: ScheduledOp, handles: _Handles):
         if id(op) in handles.ops:
             raise ValueError(f"rank {ins.rank} lists the same {op!r} object twice; call "
                              f"{op.kind}(...) again for a second op")
@@ -253,6 +253,6 @@ def _name_waited_handles(instrs, names):
     used = {ins.text[5:-1].split("[")[0] for ins in instrs
             if isinstance(ins.item, Wait) and ins.item.target is not None}
     for ins in instrs:
-        if isinstance(ins.item, (Op, Batch)) and id(ins.item) in names \
+        if isinstance(ins.item, (ScheduledOp, Batch)) and id(ins.item) in names \
                 and names[id(ins.item)] in used:
             ins.text = f"{names[id(ins.item)]} = {ins.text}"

@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 import torch
 import torch.distributed as dist
 
-from labs.harness import tracing
-from labs.harness.launcher import HangError, WorkerError, launch
-from labs.harness.messages import describe_statuses
+from labs.harness.ranks import tracing
+from labs.harness.launch.launcher import HangError, WorkerError, launch
+from labs.harness.launch.messages import describe_statuses
+from labs.harness.schedule.outcomes import Outcome
 from labs.harness.schedule.language import Batch, batch, irecv, isend, wait
 from labs.harness.schedule.program import P2P, Schedule, as_schedule
 from labs.harness.schedule.report import check
-from labs.harness.tracing import span
+from labs.harness.ranks.tracing import span
 
 HANG_TIMEOUT = 2.0      # execute(): launch timeout for a schedule predicted to hang
 
@@ -120,7 +121,7 @@ class RunOutcome:
     text; `pairs`: recv op id -> send op id, identified from the data that arrived;
     `problems`: what was silently wrong; `trace`: the run's events (None if it failed)."""
 
-    kind: str
+    kind: Outcome
     detail: str
     schedule: Schedule
     pairs: dict = field(default_factory=dict)
@@ -130,10 +131,8 @@ class RunOutcome:
     inexact: set = field(default_factory=set)     # recv ids whose buffer is not exact
 
     def __str__(self):
-        word = {"ok": "OK", "silent": "COMPLETED, with silently wrong data", "hang": "HANG",
-                "error": "ERROR", "abort": "ABORT"}[self.kind]
-        lines = [f"Real run on gloo ({self.schedule.world_size} workers): {word}"]
-        if self.kind in ("ok", "silent"):
+        lines = [f"Real run on gloo ({self.schedule.world_size} workers): {self.kind.observed}"]
+        if self.kind in (Outcome.OK, Outcome.SILENT):
             ops = self.schedule.ops
             exact = [(q, s) for q, s in sorted(self.pairs.items()) if q not in self.inexact]
             if exact:
@@ -204,21 +203,21 @@ def execute(schedule, timeout: float | None = None, linger: bool = True) -> RunO
     """
     sched = as_schedule(schedule)
     if timeout is None:
-        timeout = HANG_TIMEOUT if check(sched).outcome == "hang" else 30.0
+        timeout = HANG_TIMEOUT if check(sched).outcome == Outcome.HANG else 30.0
     try:
         res = launch(run_schedule, sched.world_size, args=(sched, linger), timeout=timeout,
                      quiet=True)
     except HangError as exc:
-        return RunOutcome("hang", _hang_lines(exc), sched)
+        return RunOutcome(Outcome.HANG, _hang_lines(exc), sched)
     except WorkerError as exc:
-        kind = "abort" if any("SIGABRT" in c for c in exc.causes.values()) else "error"
+        kind = Outcome.ABORT if any("SIGABRT" in c for c in exc.causes.values()) else Outcome.ERROR
         return RunOutcome(kind, exc.brief(), sched)
     pairs, problems, received, inexact = _classify_data(sched, list(res))
-    return RunOutcome("silent" if problems else "ok", "; ".join(problems), sched, pairs,
+    return RunOutcome(Outcome.SILENT if problems else Outcome.OK, "; ".join(problems), sched, pairs,
                       problems, received, res.trace, inexact)
 
 
-def ring_schedule(world_size, numel=4):
+def ring_shift_schedule(world_size, numel=4):
     """Every rank sends to the next and receives from the previous in one batch."""
     return {r: [batch([isend((r + 1) % world_size, numel),
                        irecv((r - 1) % world_size, numel)]), wait()]
@@ -227,7 +226,7 @@ def ring_schedule(world_size, numel=4):
 
 def demo(rank, world_size):
     """Run a batched ring shift that the checker predicts is safe; return what arrived."""
-    sched = Schedule(ring_schedule(world_size))
-    assert check(sched).outcome == "ok"
+    sched = Schedule(ring_shift_schedule(world_size))
+    assert check(sched).outcome == Outcome.OK
     got = run_schedule(rank, world_size, sched, linger=False).received
     return [t.tolist() for _, t in sorted(got.items())]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from labs.harness.schedule.deadlock import stuck_analysis
+from labs.harness.schedule.outcomes import Outcome
 from labs.harness.schedule.program import Schedule, as_schedule
 from labs.harness.schedule.simulation import Simulation
 from labs.harness.schedule.verdicts import (buffer_verdicts, call_verdicts, final_matching,
@@ -42,7 +43,7 @@ class Report:
 
     def summary(self) -> str:
         """One line: 'hang: deadlock (ranks 0, 1)'."""
-        problems = [v for v in self.verdicts if v.outcome != "warning"] or self.verdicts
+        problems = [v for v in self.verdicts if v.outcome != Outcome.WARNING] or self.verdicts
         what = ", ".join(dict.fromkeys(
             f"{v.kind} (rank{'s' if len(v.ranks) > 1 else ''} {', '.join(map(str, v.ranks))})"
             for v in problems))
@@ -62,12 +63,7 @@ class Report:
         if not self.pairs:
             lines.append("  (no send matches any receive)")
         lines.append("")
-        word = {"ok": "OK: every call completes and every receive gets its message",
-                "silent": "COMPLETES, but with silently wrong data",
-                "hang": "HANG", "error": "ERROR: a call raises",
-                "abort": "ABORT: a process is killed",
-                "undefined": "UNDEFINED on NCCL (see the verdicts)"}[self.outcome]
-        lines.append(f"Prediction on {self.backend}: {word}")
+        lines.append(f"Prediction on {self.backend}: {self.outcome.shown}")
         for r, text in sorted(self.stuck.items()):
             lines.append(f"  rank {r} waits forever in {text}")
         lines += [str(v) for v in self.verdicts]
@@ -114,9 +110,9 @@ def check(schedule, backend: str = "gloo") -> Report:
         verdicts += nccl_first_batch_verdicts(sched)
     failures = [kind for kind, _, _ in sim.failure.values()]
     reached = {v.outcome for v in verdicts if v.reached}
-    outcome = ("abort" if "abort" in failures else "error" if failures else
-               "hang" if stuck else "undefined" if "undefined" in reached else
-               "silent" if "silent" in reached else "ok")
+    outcome = (Outcome.ABORT if Outcome.ABORT in failures else Outcome.ERROR if failures else
+               Outcome.HANG if stuck else Outcome.UNDEFINED if Outcome.UNDEFINED in reached
+               else Outcome.SILENT if Outcome.SILENT in reached else Outcome.OK)
     verdicts.sort(key=lambda v: (not v.reached, _ORDER.index(v.kind)))
     report = Report(sched, sim, matching, verdicts, stuck, cycles, outcome, backend)
     report.nccl, report.send_cycle = nccl, send_cycle

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from labs.harness.schedule.outcomes import Outcome
 from labs.harness.schedule.program import Schedule, unpaired_self_ops
 
 @dataclass
-class Step:
+class SimulationStep:
     n: int
     rank: int | None
     text: str
@@ -35,11 +36,11 @@ class Simulation:
         self.arrivals = defaultdict(dict)        # collective k -> {rank: name}
         self.coll_of = {}            # (rank, index) -> k
         self.ncoll = {r: 0 for r in self.ranks}
-        self.steps: list[Step] = []
+        self.steps: list[SimulationStep] = []
         self.unpaired_self = unpaired_self_ops(sched) if backend == "nccl" else set()
 
     def log(self, rank, text):
-        self.steps.append(Step(len(self.steps), rank, text))
+        self.steps.append(SimulationStep(len(self.steps), rank, text))
 
     @property
     def now(self):
@@ -56,6 +57,8 @@ class Simulation:
 
     # -- one rank takes one step ------------------------------------------------------
     def _advance(self, r) -> bool:
+        """One step of rank `r`: finish its program, start its next call, or return from
+        the call it is in. False: it cannot move now."""
         prog = self.s.instrs[r]
         if self.pc[r] >= len(prog):
             self.state[r] = "done"
@@ -64,35 +67,7 @@ class Simulation:
         ins = prog[self.pc[r]]
         key = (r, ins.index)
         if key not in self.started:
-            self.started[key] = self.now
-            notes = []
-            lone = [pid for pid in ins.post if pid in self.unpaired_self]
-            if lone:
-                p = self.s.ops[lone[0]]
-                for pid in ins.post:
-                    self.posted[pid] = self.now
-                self._fail(r, "self", lone[0], f"rank {r} calls {ins.text}: {p.op!r} "
-                           f"{'sends to' if p.send else 'receives from'} itself without the "
-                           f"matching {'receive from' if p.send else 'send to'} itself in the "
-                           f"same call: NCCL rejects the group (ncclInvalidUsage), the call "
-                           f"raises")
-                return True
-            for pid in ins.post:
-                note = self._post(pid)
-                if self.state[r] != "running":
-                    return True
-                notes.append(note)
-            if ins.collective:
-                k = self.ncoll[r]
-                self.ncoll[r] += 1
-                self.coll_of[key] = k
-                self.arrivals[k][r] = ins.collective
-            if self._done(ins):
-                self.finished[key] = self.now
-                self.pc[r] += 1
-                self.log(r, self._describe_call(r, ins, notes, returned=True))
-            else:
-                self.log(r, self._describe_call(r, ins, notes, returned=False))
+            self._start(r, ins, key)
             return True
         if self._done(ins):
             self.finished[key] = self.now
@@ -100,6 +75,39 @@ class Simulation:
             self.log(r, f"rank {r} returns from {ins.text}")
             return True
         return False
+
+    def _start(self, r, ins, key) -> None:
+        """Rank `r` enters call `ins`: post its ops, join its collective, return at once
+        if nothing in it needs to wait."""
+        self.started[key] = self.now
+        notes = []
+        lone = [pid for pid in ins.post if pid in self.unpaired_self]
+        if lone:
+            p = self.s.ops[lone[0]]
+            for pid in ins.post:
+                self.posted[pid] = self.now
+            self._fail(r, "self", lone[0], f"rank {r} calls {ins.text}: {p.op!r} "
+                       f"{'sends to' if p.send else 'receives from'} itself without the "
+                       f"matching {'receive from' if p.send else 'send to'} itself in the "
+                       f"same call: NCCL rejects the group (ncclInvalidUsage), the call "
+                       f"raises")
+            return
+        for pid in ins.post:
+            note = self._post(pid)
+            if self.state[r] != "running":
+                return
+            notes.append(note)
+        if ins.collective:
+            k = self.ncoll[r]
+            self.ncoll[r] += 1
+            self.coll_of[key] = k
+            self.arrivals[k][r] = ins.collective
+        if self._done(ins):
+            self.finished[key] = self.now
+            self.pc[r] += 1
+            self.log(r, self._describe_call(r, ins, notes, returned=True))
+        else:
+            self.log(r, self._describe_call(r, ins, notes, returned=False))
 
     def _describe_call(self, r, ins, notes, returned):
         if ins.compute:
@@ -191,7 +199,7 @@ class Simulation:
                 f"[#{other.index}]")
         if self.backend == "gloo" and ops[q].nbytes < ops[s].nbytes:
             self.completed[s] = self.now
-            self._fail(ops[q].rank, "abort", q,
+            self._fail(ops[q].rank, Outcome.ABORT, q,
                        f"rank {ops[q].rank}'s receive buffer {ops[q].op!r} ({ops[q].nbytes} bytes) "
                        f"is smaller than rank {ops[s].rank}'s message ({ops[s].nbytes} bytes): "
                        f"gloo aborts rank {ops[q].rank} (SIGABRT)")

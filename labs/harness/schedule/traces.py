@@ -1,9 +1,10 @@
-"""From a real run's trace (`labs.harness.tracing.Event` list) back to a schedule."""
+"""From a real run's trace (`labs.harness.ranks.tracing.Event` list) back to a schedule."""
 from __future__ import annotations
 
 from collections import defaultdict
 
-from labs.harness.schedule.language import Batch, Collective, Compute, Op, wait
+from labs.harness.ranks.calls import P2P_CALLS, P2PCall
+from labs.harness.schedule.language import Batch, Collective, Compute, ScheduledOp, wait
 
 
 def from_trace(events) -> dict:
@@ -54,8 +55,9 @@ class _RankReader:
         self.batch = None
 
     def _call(self, e):
-        if e.op in ("send", "recv", "isend", "irecv"):
-            op = Op(e.op, e.peer, max(int(e.numel), 1), e.dtype or "float32", int(e.tag))
+        if e.op in P2P_CALLS:
+            op = ScheduledOp(P2PCall(e.op), e.peer, max(int(e.numel), 1), e.dtype or "float32",
+                             int(e.tag))
             if e.batch is not None:
                 if self.batch is None or self.batch[0] != e.batch:
                     self.batch = (e.batch, Batch([]))

@@ -9,8 +9,9 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass
 
-from labs.harness.calls import fifo_pairs
+from labs.harness.ranks.calls import fifo_pairs
 from labs.harness.schedule.language import Batch, itemsize
+from labs.harness.schedule.outcomes import Outcome
 from labs.harness.schedule.program import Schedule, unpaired_self_ops
 from labs.harness.schedule.simulation import Simulation
 
@@ -23,7 +24,7 @@ class Verdict:
     kind: str
     ranks: tuple
     message: str
-    outcome: str
+    outcome: Outcome
     reached: bool = True
     nccl: str = ""
     ops: tuple = ()
@@ -88,25 +89,25 @@ def call_verdicts(sched, sim, backend):
         reached = p.id in sim.posted
         if p.peer is not None and not 0 <= p.peer < ws:
             out.append(Verdict("bad_peer", (p.rank,), f"{p.where()}: rank {p.peer} does not "
-                               f"exist (world size {ws}); the call raises.", "error", reached,
+                               f"exist (world size {ws}); the call raises.", Outcome.ERROR, reached,
                                "an error there too.", (p.id,)))
         elif p.peer == p.rank and backend == "gloo":
             what = "sends to itself" if p.send else "receives from itself"
             err = ("ValueError (a blocking send to self)" if p.op.kind == "send" else
                    "RuntimeError 'Pair is not connected'")
             out.append(Verdict("self", (p.rank,), f"{p.where()} {what}: gloo has no pair to "
-                               f"the rank's own process, so the call raises {err}.", "error",
+                               f"the rank's own process, so the call raises {err}.", Outcome.ERROR,
                                reached, NCCL_SELF, (p.id,)))
         elif p.id in unpaired:
             what = "sends to itself" if p.send else "receives from itself"
             other = "receive from" if p.send else "send to"
             out.append(Verdict("self", (p.rank,), f"{p.where()} {what} with no matching "
                                f"{other} itself in the same call: NCCL rejects the group "
-                               f"(ncclInvalidUsage) and the call raises.", "error", reached,
+                               f"(ncclInvalidUsage) and the call raises.", Outcome.ERROR, reached,
                                "", (p.id,)))
         elif p.peer is None and backend == "nccl":
             out.append(Verdict("any_source", (p.rank,), f"{p.where()}: NCCL has no "
-                               f"any-source receive; the call raises.", "error", reached,
+                               f"any-source receive; the call raises.", Outcome.ERROR, reached,
                                "", (p.id,)))
     return out
 
@@ -138,7 +139,7 @@ def _buffer_mismatch(s, q, backend) -> tuple:
                 f"the receive buffer ({q.nbytes} bytes) is smaller than the message "
                 f"({s.nbytes} bytes). gloo aborts the receiving process (SIGABRT: 'Received "
                 f"data size doesn't match expected size'); nothing can catch it.",
-                "abort" if gloo else "undefined",
+                Outcome.ABORT if gloo else Outcome.UNDEFINED,
                 "NCCL does not check sizes: undefined (corrupt data or a hang).")
     if q.nbytes > s.nbytes:
         retyped = (f", and those bytes are read as {q.op.dtype} although they were "
@@ -148,20 +149,27 @@ def _buffer_mismatch(s, q, backend) -> tuple:
                 f"the receive buffer ({q.nbytes} bytes) is larger than the message "
                 f"({s.nbytes} bytes). gloo fills a prefix (the first {s.nbytes} bytes{count}) "
                 f"and leaves the rest untouched{retyped}: silently wrong, no error.",
-                "silent" if gloo else "undefined",
+                Outcome.SILENT if gloo else Outcome.UNDEFINED,
                 "NCCL does not check sizes either: undefined.")
     return ("dtype_mismatch",
             f"the same byte count ({s.nbytes}), different dtypes: the {s.op.dtype} bytes are "
             f"silently reinterpreted as {q.op.dtype} (gloo matches bytes, not types).",
-            "silent", "torch does not compare dtypes on NCCL either.")
+            Outcome.SILENT, "torch does not compare dtypes on NCCL either.")
 
 
 def lonely_verdicts(sched, sim, matching, backend, excluded):
     """Ops that match nothing. A send and a receive between the same two ranks that differ
     only in tag are one verdict: a tag mismatch."""
-    out, ops = [], sched.ops
-    lone = [p for p in ops if p.id not in matching and p.id not in excluded]
-    for q in [p for p in lone if not p.send and p.peer is not None and backend == "gloo"]:
+    lone = [p for p in sched.ops if p.id not in matching and p.id not in excluded]
+    out = _tag_mismatches(lone, sim) if backend == "gloo" else []
+    return out + [_unmatched(p, sim, backend) for p in lone]
+
+
+def _tag_mismatches(lone, sim) -> list:
+    """On gloo: a lone receive and a lone send between the same ranks with another tag, as
+    one verdict each pair (the pair is taken out of `lone`)."""
+    out = []
+    for q in [p for p in lone if not p.send and p.peer is not None]:
         s = next((p for p in lone if p.send and p.rank == q.peer and p.peer == q.rank
                   and p.tag != q.tag), None)
         if s is None:
@@ -175,30 +183,33 @@ def lonely_verdicts(sched, sim, matching, backend, excluded):
             f"tags, so they never match" + (", and the call that waits for them waits until "
                                             "the timeout." if waited else "; nothing waits "
                                             "for them, so the message is silently lost."),
-            "hang" if waited else "silent", s.id in sim.posted or q.id in sim.posted,
+            Outcome.HANG if waited else Outcome.SILENT, s.id in sim.posted or q.id in sim.posted,
             "NCCL ignores tags: these two match there.", (s.id, q.id)))
-    for p in lone:
-        tag = f" with tag {p.tag}" if backend == "gloo" else ""
-        if p.send:
-            why = f"no receive on rank {p.peer} from rank {p.rank}{tag} is left to match it"
-        else:
-            src = "any rank" if p.peer is None else f"rank {p.peer}"
-            why = f"no send from {src} to rank {p.rank}{tag} is left to match it"
-        if p.waited:
-            rule = " (a send completes only once its receive is posted)" if p.send else ""
-            tail, outcome = f": it waits forever{rule}.", "hang"
-        else:
-            tail = (": nothing waits for it, so the program goes on and the message is lost."
-                    if p.send else ": nothing waits for it, so the program goes on with a "
-                    "buffer that was never written.")
-            outcome = "silent"
-        out.append(Verdict(
-            "unmatched_send" if p.send else "unmatched_recv", (p.rank,),
-            f"{p.where()}: {why}{tail}", outcome, p.id in sim.posted,
-            "the same on NCCL, where the first call between two ranks also sets up their "
-            "communicator, which needs both: even an op nobody waits for can hang there "
-            "(pytorch#108378).", (p.id,)))
     return out
+
+
+def _unmatched(p, sim, backend) -> Verdict:
+    """One op no partner is left for: it hangs if waited for, else it is silently lost."""
+    tag = f" with tag {p.tag}" if backend == "gloo" else ""
+    if p.send:
+        why = f"no receive on rank {p.peer} from rank {p.rank}{tag} is left to match it"
+    else:
+        src = "any rank" if p.peer is None else f"rank {p.peer}"
+        why = f"no send from {src} to rank {p.rank}{tag} is left to match it"
+    if p.waited:
+        rule = " (a send completes only once its receive is posted)" if p.send else ""
+        tail, outcome = f": it waits forever{rule}.", Outcome.HANG
+    else:
+        tail = (": nothing waits for it, so the program goes on and the message is lost."
+                if p.send else ": nothing waits for it, so the program goes on with a "
+                "buffer that was never written.")
+        outcome = Outcome.SILENT
+    return Verdict(
+        "unmatched_send" if p.send else "unmatched_recv", (p.rank,),
+        f"{p.where()}: {why}{tail}", outcome, p.id in sim.posted,
+        "the same on NCCL, where the first call between two ranks also sets up their "
+        "communicator, which needs both: even an op nobody waits for can hang there "
+        "(pytorch#108378).", (p.id,))
 
 
 
@@ -212,7 +223,7 @@ def warning_verdicts(sched, sim, matching, backend):
                 out.append(Verdict(
                     "unwaited", (r,), f"{p.where()} is never waited for: the program may read "
                     f"or reuse its buffer before the transfer is done (a barrier does not "
-                    f"complete it; only wait() does).", "warning", pid in sim.posted,
+                    f"complete it; only wait() does).", Outcome.WARNING, pid in sim.posted,
                     "the same on NCCL, where wait() only orders the CUDA stream.", (pid,)))
     seen = set()
     for q in ops:
@@ -226,7 +237,7 @@ def warning_verdicts(sched, sim, matching, backend):
                 "any_source_race", (q.rank, *senders),
                 f"rank {q.rank} receives from any source (tag {q.tag}) and ranks "
                 f"{', '.join(map(str, senders))} all send to it: which message lands in which "
-                f"buffer depends on timing.", "warning", q.id in sim.posted,
+                f"buffer depends on timing.", Outcome.WARNING, q.id in sim.posted,
                 "NCCL has no any-source receive: src=None raises there.", (q.id,)))
     return out
 
@@ -241,4 +252,4 @@ def nccl_first_batch_verdicts(sched):
     return [Verdict(
         "nccl_first_batch", tuple(r for r, f in enumerate(firsts) if f is Batch),
         "a batch is the first call on the group, but not every rank takes part in "
-        "it: undefined on NCCL (torch's batch_isend_irecv docstring).", "undefined")]
+        "it: undefined on NCCL (torch's batch_isend_irecv docstring).", Outcome.UNDEFINED)]

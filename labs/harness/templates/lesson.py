@@ -5,12 +5,16 @@ then copy
     labs/harness/templates/solution.py  to  solutions/<module>.py  (the reference bodies)
     tests/graders/template.py            to  tests/graders/test_<module>.py  (one test per exercise)
 and add tests/lessons/test_<module>.py (what the notebook says about the demos, CI only),
-notebooks/NN_<topic>.ipynb (its code does `import labs.<module> as lab`), and a row in
-the README's lesson table. Nothing else: the tests find the lesson from its notebook.
+notebooks/NN_<topic>.ipynb (its code does `import labs.<module> as lab`), one entry per
+exercise in labs/harness/grading/methods.py (its method), and a row in the README's lesson
+table. If the notebook needs plots or widgets: labs/views/<module>.py (notebook side, never
+imported here); if the lesson states behaviour: labs/claims/<module>.py (found by itself).
+A lesson module imports the harness from labs.harness.ranks (exercises, tracing, measure)
+and labs.harness.commands.cli, nothing above it. Nothing else lists the lessons.
 Delete this paragraph once copied.
 """
-from labs.harness import cli
-from labs.harness.exercises import exercise, todo
+from labs.harness.commands import cli
+from labs.harness.ranks.exercises import exercise, todo
 
 
 def partners(rank, world_size):

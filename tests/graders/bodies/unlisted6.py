@@ -5,7 +5,7 @@ import datetime
 import torch
 import torch.distributed as dist
 
-from labs.harness.cli import format_result
+from labs.harness.commands.cli import format_result
 from solutions.p2p import pass_token
 
 

@@ -1,0 +1,42 @@
+"""The point-to-point doctor: run a reader's own torchrun script on gloo, record every
+communication call of every rank with the script's file:line, and diagnose it.
+
+    python -m labs.doctor [torchrun options] SCRIPT [ARGS]
+    python -m labs.doctor --nproc-per-node 4 my_pipeline.py --steps 2
+
+From Python (the notebook of lesson 12, the tests):
+
+    from labs.doctor import Job, examine
+    report = examine(Job("labs/scripts/doctor/head_to_head.py", torchrun_args=["--nproc-per-node=2"]))
+    print(report.text(timings=False)); report.status    # 0 clean, 1 problems, 2 could not run
+
+One job per module:
+
+    agent        the rank side: gloo forced, the record and the buffer watch, events to a file
+    watch        buffers used while in flight (a TorchDispatchMode)
+    events       the Event each rank writes, one JSON line each
+    run          the parent side: torchrun with a deadline, a hang stopped, nothing left
+    ranks        each rank's events read back as calls
+    matching     which send met which receive (gloo's rule, NCCL's)
+    diagnose     hangs and deadlock cycles, lone ops, waits (observed on gloo)
+    buffers      buffers in flight, size and dtype mismatches
+    failures     send/recv to self, failed calls, the script's own errors
+    portability  NCCL rules (modelled): any source, tags, first batch, large batch, Works
+    streams      NCCL's stream model for ungrouped exchanges (modelled)
+    doctor       all of the above into a Report
+    report       the Report and its text
+    timeline     the run's per-rank timeline, problems marked, as a PNG
+    __main__     the command line
+"""
+from __future__ import annotations
+
+from labs.doctor.doctor import report as _report
+from labs.doctor.report import CLEAN, Report
+from labs.doctor.run import Job, Outcome, run
+
+__all__ = ["Job", "Outcome", "Report", "examine", "run", "CLEAN"]
+
+
+def examine(job: Job) -> Report:
+    """Run `job` and diagnose it."""
+    return _report(run(job))

@@ -1,0 +1,181 @@
+"""The rank side of the doctor: `torchrun ... -m labs.doctor.agent SCRIPT ARGS`.
+
+In each rank: force gloo in `init_process_group` (a script asking for NCCL runs on gloo;
+the start event says what it asked for), open the complete record of the process group's
+calls (labs.harness.grading.record) and the buffer watch, run the script as `__main__`
+with `runpy.run_path`, and append every event to DOCTOR_DIR/rank<R>.jsonl, one flushed
+JSON line each, so that a rank killed in a hang leaves its record up to the call it hangs in.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import runpy
+import sys
+import time
+import traceback
+
+import torch
+import torch.distributed as dist
+import torch.distributed.distributed_c10d as c10d
+
+from labs.doctor.events import Event, rank_file
+from labs.doctor.watch import BufferWatch
+from labs.harness.grading import record as rec
+
+DIR_ENV, CWD_ENV = "P2P_DOCTOR_DIR", "P2P_DOCTOR_CWD"
+BARE_ENV = "P2P_DOCTOR_BARE"      # "1": run the script without the record (overhead's baseline)
+
+
+class Agent:
+    """Turns the record's callbacks into events on this rank's file."""
+
+    def __init__(self, folder: str, rank: int):
+        self.rank, self.file = rank, open(rank_file(folder, rank), "a", buffering=1)
+        self.batch, self.nbatch, self.batch_seqs = None, 0, []
+        self.batch_of = {}                        # op seq -> (batch, position in it)
+        self.own_s = 0.0
+        self.watch = BufferWatch(self.touched)
+
+    def emit(self, event: str, **fields) -> None:
+        self.file.write(Event(self.rank, event, time.perf_counter(), **fields).to_line())
+
+    def touched(self, seq, where, text):
+        self.emit("touched", seq=seq, where=where, text=text)
+
+    def __call__(self, event, op, **info):
+        start = time.perf_counter()
+        if event == "post":
+            self._post(op, info.get("tensors", []))
+        elif event == "raised":
+            self.emit("raised", **_op_fields(op), text=info["error"], batch=self.batch)
+        elif event in ("wait", "wait_failed", "waited"):
+            self._wait(event, op, info)
+        self.own_s += time.perf_counter() - start
+
+    def _post(self, op, tensors):
+        fields = _op_fields(op)
+        if self.batch is not None and op.kind in ("send", "recv"):
+            fields["batch"] = self.batch
+            self.batch_of[op.seq] = (self.batch, len(self.batch_seqs))
+            self.batch_seqs.append(op.seq)
+        self.emit("post", **fields)
+        if op.kind in ("send", "recv") and op.returned_work:
+            self.watch.posted(op.seq, op.kind == "send", tensors)
+
+    def _wait(self, event, op, info):
+        where = rec.caller()[0] if event == "wait" else ""
+        text = info.get("error", "") if event == "wait_failed" else op.changed_in_flight
+        self.emit(event, seq=op.seq, where=where, text=text)
+        if event == "wait" and op.seq in self.batch_of:
+            batch, index = self.batch_of[op.seq]
+            self.emit("work", seq=op.seq, batch=batch, index=index, where=where)
+        if event != "wait":
+            self.watch.done(op.seq)
+
+    def wrap_batch(self, original):
+        @functools.wraps(original)
+        def batch_isend_irecv(p2p_op_list):
+            self.batch, self.batch_seqs = self.nbatch, []
+            self.nbatch += 1
+            try:
+                works = original(p2p_op_list)
+            finally:
+                batch, seqs, self.batch = self.batch, self.batch_seqs, None
+            self.emit("batch", batch=batch, seqs=seqs, nworks=len(works or []),
+                      where=rec.caller()[0])
+            return works
+        return batch_isend_irecv
+
+    def wrap_init(self, original):
+        @functools.wraps(original)
+        def init_process_group(backend=None, *args, **kwargs):
+            asked = str(backend) if backend is not None else ""
+            if "nccl" in asked or kwargs.pop("device_id", None) is not None:
+                self.emit("backend", text=f"the script asked for {asked or 'a device'}; "
+                                        "run on gloo")
+            return original("gloo", *args, **kwargs)
+        return init_process_group
+
+
+def _op_fields(op) -> dict:
+    return dict(seq=op.seq, kind=op.kind, name=op.name, api=op.api, peer=op.peer,
+                numel=op.numel, dtype=op.dtype, tag=op.tag, where=op.where,
+                nbytes=op.numel * _itemsize(op.dtype))
+
+
+@functools.cache
+def _itemsize(dtype: str) -> int:
+    import torch
+    try:
+        return torch.empty(0, dtype=getattr(torch, dtype)).element_size()
+    except (AttributeError, TypeError):
+        return 0
+
+
+def _patch(agent: Agent) -> None:
+    for module in (dist, c10d):
+        module.init_process_group = agent.wrap_init(c10d.init_process_group)
+        module.batch_isend_irecv = agent.wrap_batch(c10d.batch_isend_irecv)
+
+
+def _failure(error: BaseException) -> dict:
+    """The exit event's fields for an exception: its text and the script's line."""
+    frames = traceback.extract_tb(error.__traceback__)
+    mine = [f for f in frames if not f.filename.startswith(rec._NOT_CALLERS)
+            and not f.filename.startswith("<")]
+    where = f"{mine[-1].filename}:{mine[-1].lineno}" if mine else ""
+    inside = [f.name for f in frames if "torch/distributed/" in f.filename
+              and f.name not in rec._WRAPPERS]
+    text = f"{type(error).__name__}: {error}".strip().splitlines()[0][:500]
+    return dict(text=text, where=where, api=inside[0] if inside else "")
+
+
+@contextlib.contextmanager
+def _recording(agent: Agent):
+    with rec.record(), rec.listen(agent), agent.watch:
+        yield
+
+
+def run(script: str, args: list[str], folder: str) -> None:
+    """Run `script` as __main__ under the record; its events go to `folder`."""
+    agent = Agent(folder, int(os.environ.get("RANK", "0")))
+    agent.emit("start", numel=int(os.environ.get("WORLD_SIZE", "1")))
+    _patch(agent)
+    sys.argv = [script, *args]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    start, fields = time.perf_counter(), {}
+    recording = os.environ.get(BARE_ENV) != "1"
+    try:
+        with _recording(agent) if recording else contextlib.nullcontext():
+            # The first tensor op under the modes: its cost, once per process, is timed
+            # here, not inside the script.
+            torch.zeros(1).add_(1)
+            warmup, start = time.perf_counter() - start, time.perf_counter()
+            agent.emit("ready", elapsed_s=warmup)
+            runpy.run_path(script, run_name="__main__")
+    except SystemExit as done:
+        if done.code not in (None, 0):
+            fields = dict(text=f"SystemExit: {done.code}")
+        raise
+    except BaseException as error:
+        fields = _failure(error)
+        raise
+    finally:
+        elapsed = time.perf_counter() - start
+        agent.emit("exit", overhead_s=agent.own_s + agent.watch.own_s, elapsed_s=elapsed,
+                   **fields)
+        agent.file.close()
+
+
+def main() -> None:
+    if len(sys.argv) < 2:
+        sys.exit("usage: python -m labs.doctor.agent SCRIPT [ARGS] (torchrun runs it)")
+    if os.environ.get(CWD_ENV):
+        os.chdir(os.environ[CWD_ENV])
+    run(sys.argv[1], sys.argv[2:], os.environ.get(DIR_ENV, "."))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""From a run's outcome to the report: every rank's record read back, every rule applied."""
+from __future__ import annotations
+
+
+from labs.doctor import buffers, diagnose, failures, portability, streams
+from labs.doctor.matching import match
+from labs.doctor.ranks import read_rank
+from labs.doctor.report import Report, merged, show_path
+
+
+def _runs(outcome) -> dict:
+    runs = {r: read_rank(r, evs) for r, evs in outcome.events.items()}
+    for r, run in runs.items():
+        if r in outcome.outputs:
+            run.stderr = outcome.outputs[r].stderr
+    return runs
+
+
+def findings(runs: dict, outcome) -> list:
+    pairs = match(runs)
+    hung, explained = diagnose.hang_findings(runs, outcome, pairs)
+    found = hung + failures.self_findings(runs)
+    found += diagnose.lone_findings(runs, outcome, pairs, explained)
+    found += buffers.size_findings(runs, pairs) + buffers.in_flight_findings(runs)
+    lone = {i for f in found if f.kind.startswith(("unmatched", "tag_")) for i in f.extra}
+    found += diagnose.wait_findings(runs, lone)
+    found += failures.failure_findings(runs, {r for f in found for r in f.ranks})
+    found += portability.any_source_findings(runs) + portability.tag_findings(runs, pairs)
+    found += portability.first_batch_findings(runs) + portability.large_batch_findings(runs)
+    found += portability.work_findings(runs)
+    found += streams.ungrouped_findings(runs, pairs, bool(hung) or bool(outcome.stopped))
+    return found
+
+
+def _ending(runs, outcome, world_size) -> list[str]:
+    if outcome.stopped == "stuck":
+        lines = ["the job hung: the doctor stopped it when every rank was waiting and "
+                 "none had moved for a while"]
+    elif outcome.stopped == "deadline":
+        lines = ["the doctor stopped the job at its deadline"]
+    elif outcome.returncode == 0:
+        return ["every rank finished"]
+    else:
+        failed = [f"rank {r} raised {run.exit.text.split(':')[0]}" for r, run in runs.items()
+                  if run.exit is not None and run.exit.text]
+        lines = ["the job failed" + (": " + ", ".join(failed) if failed else "")]
+    for r, stack in sorted(outcome.stacks.items()):
+        lines.append(f"rank {r}, read by py-spy: {_where(stack)}")
+    missing = [r for r in range(world_size) if r not in runs]
+    if missing:
+        lines.append(f"ranks that never started the script: {missing}")
+    for r in failures.died(runs, outcome):
+        if not any(e.event == "exit" for e in outcome.events.get(r, [])):
+            lines.append(f"rank {r} ended without finishing its script (a signal, or stopped "
+                         f"by torchrun when another rank failed)")
+    return lines
+
+
+def _where(stack) -> str:
+    """'recv  <-  main (my_script.py:12)': the call it is in, then the script's frames."""
+    mine = [f"{f.function} ({show_path(f.file + ':' + str(f.line))})" for f in stack.frames
+            if not any(p in f.file for p in ("site-packages", "/lib/python", "labs/doctor",
+                                               "labs/harness", "<frozen"))]
+    return "  <-  ".join([stack.frames[0].function if stack.frames else "?"] + mine[:3])
+
+
+def _timings(runs, outcome) -> list[str]:
+    ends = [run.exit for run in runs.values() if run.exit is not None and run.exit.elapsed_s]
+    lines = [f"the doctor's run took {outcome.seconds:.1f} s"]
+    warm = [run.warmup_s for run in runs.values() if run.warmup_s]
+    if warm:
+        lines.append(f"record overhead, once per rank before the script: "
+                     f"{1e3 * min(warm):.1f}-{1e3 * max(warm):.1f} ms")
+    if ends:
+        worst = max(ends, key=lambda e: e.overhead_s / e.elapsed_s)
+        lines.append(f"record overhead while the script ran: {worst.overhead_s * 1e3:.1f} ms "
+                     f"of {worst.elapsed_s:.2f} s on rank {worst.rank} "
+                     f"({100 * worst.overhead_s / worst.elapsed_s:.1f}%, the highest share "
+                     f"of any rank: time in the doctor's hooks, measured in each rank)")
+    bare = [t for t in outcome.bare.values() if t > 0]
+    if ends and bare:
+        with_record = sorted(e.elapsed_s for e in ends)[len(ends) // 2]
+        without = sorted(bare)[len(bare) // 2]
+        lines.append(f"the script's time per rank (median) with the record: {with_record:.3f} s; "
+                     f"run again without it: {without:.3f} s (x{with_record / without:.2f}; "
+                     f"one run each, noisy)")
+    return lines
+
+
+def report(outcome) -> Report:
+    runs = _runs(outcome)
+    world = max([run.world_size for run in runs.values()] + [len(runs)])
+    found = findings(runs, outcome)
+    notes = sorted({run.asked for run in runs.values() if run.asked})
+    errors = failures.script_errors(runs)
+    notes += [f"the script raised: {e}" for e in errors]
+    found = merged(found)
+    failed = bool(errors) or (outcome.returncode not in (0, None)) or not runs \
+        or outcome.stopped == "deadline"
+    status = 1 if found else 2 if failed else 0
+    return Report(outcome.job.command(), world, found, _ending(runs, outcome, world), notes,
+                  status, _timings(runs, outcome), runs=runs, outcome=outcome)

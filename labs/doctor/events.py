@@ -1,0 +1,79 @@
+"""What a rank tells the doctor: one `Event` per line of JSON in a file of its own.
+
+Each rank appends to `<dir>/rank<R>.jsonl` and flushes every line, so the events of a rank
+that is killed in a hang are on disk up to the call it hangs in.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+
+@dataclass
+class Event:
+    """One thing that happened on one rank. `event` is one of:
+
+    start     the script starts (numel: the world size)
+    ready     the record is ready (elapsed_s: its one-time start-up cost in this process)
+    backend   the script asked for another backend than gloo (text: which); run on gloo
+    post      a communication call reached the process group (op fields below)
+    raised    a call raised before it was posted (text: the error)
+    wait      a wait on the op's Work starts (where: the code that waits)
+    waited    the wait returned (text: how a buffer changed in flight, if it did)
+    wait_failed  the wait raised (text: the error)
+    touched   the program used a buffer of the op while it was in flight (text: how)
+    batch     a batch_isend_irecv call returned (seqs: its ops; nworks: the Works returned)
+    work      the script waited on the Work at position `index` of a batch's list
+    exit      the script ended (text: its exception, if any; where: the line that raised)
+    """
+
+    rank: int
+    event: str
+    t: float
+    seq: int = -1                # the op's number on its rank, in post order
+    kind: str = ""               # send | recv | sync | collective
+    name: str = ""
+    api: str = ""
+    peer: int | None = None
+    numel: int = 0
+    dtype: str = ""
+    tag: int = 0
+    nbytes: int = 0
+    where: str = ""
+    batch: int | None = None
+    text: str = ""
+    seqs: list | None = None
+    nworks: int = 0
+    index: int = -1
+    overhead_s: float = 0.0      # exit: time spent in the doctor's own code on this rank
+    elapsed_s: float = 0.0       # exit: how long the script ran on this rank
+
+    def to_line(self) -> str:
+        return json.dumps({k: v for k, v in asdict(self).items()
+                           if v != _DEFAULTS.get(k)}) + "\n"
+
+    @classmethod
+    def from_line(cls, line: str) -> Event:
+        return cls(**json.loads(line))
+
+
+_DEFAULTS = {f.name: f.default for f in fields(Event) if f.name not in ("rank", "event", "t")}
+
+
+def rank_file(folder: Path | str, rank: int) -> Path:
+    return Path(folder) / f"rank{rank}.jsonl"
+
+
+def read_events(folder: Path | str) -> dict[int, list[Event]]:
+    """rank -> its events, in order. A line cut short by a kill is left out."""
+    out = {}
+    for path in sorted(Path(folder).glob("rank*.jsonl")):
+        events = []
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                events.append(Event.from_line(line))
+            except (ValueError, TypeError):
+                continue
+        out[int(path.stem[4:])] = events
+    return dict(sorted(out.items()))

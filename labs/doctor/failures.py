@@ -1,0 +1,57 @@
+"""Calls that raised and ranks that died: send/recv to self, a communication call that
+failed, a rank killed without an exception; and the script's own errors (not a finding:
+the doctor's exit status 2 when nothing else explains them)."""
+from __future__ import annotations
+
+from labs.doctor.findings import Finding, short_error
+
+NCCL_SELF = ("NCCL allows send/recv to self only as a matched pair inside one batch (one "
+             "group); a lone one is ncclInvalidUsage and the call raises")
+NCCL_SELF_SOURCE = "NCCL's p2p scheduling code ('Trying to recv to self without a matching send')"
+SELF_TEXT = "should not be the same as the rank"
+
+
+def self_findings(runs) -> list:
+    out = []
+    for run in runs.values():
+        for c in run.calls:
+            if c.p2p and c.peer == c.rank:
+                seen = f"the call raised {short_error(c.raised)}" if c.raised else \
+                    "gloo has no connection to the rank's own process"
+                out.append(Finding("self", "a send or receive with the rank itself",
+                                   (c.rank,), [(c.rank, c.where)],
+                                   f"rank {c.rank}'s {c.describe()}: {seen}", NCCL_SELF,
+                                   NCCL_SELF_SOURCE))
+        if run.exit is not None and SELF_TEXT in run.exit.text:
+            out.append(Finding("self", "a send or receive with the rank itself",
+                               (run.rank,), [(run.rank, run.exit.where)],
+                               f"the call raised {short_error(run.exit.text)}", NCCL_SELF,
+                               NCCL_SELF_SOURCE))
+    return out
+
+
+def failure_findings(runs, explained_ranks: set) -> list:
+    """A communication call that raised (other than to self), or a rank that died, when no
+    other finding names that rank."""
+    out = []
+    for run in runs.values():
+        if run.rank in explained_ranks:
+            continue
+        e = run.exit
+        if e is not None and e.text and e.api and SELF_TEXT not in e.text:
+            out.append(Finding("call_failed", f"{e.api} raised on rank {run.rank}", (run.rank,),
+                               [(run.rank, e.where)], f"it raised {short_error(e.text)}",
+                               "not modelled for this error"))
+    return out
+
+
+def script_errors(runs) -> list[str]:
+    """The script's own failures, not in a torch.distributed call: 'rank 0: x.py:3: ...'."""
+    return [f"rank {r}: {run.exit.where}: {run.exit.text}" for r, run in runs.items()
+            if run.exit is not None and run.exit.text and not run.exit.api
+            and SELF_TEXT not in run.exit.text]
+
+
+def died(runs, outcome) -> list[int]:
+    """Ranks whose Python never finished and that the doctor did not stop."""
+    return [] if outcome.stopped else [r for r, run in runs.items() if run.exit is None]

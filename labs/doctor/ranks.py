@@ -1,0 +1,140 @@
+"""Each rank's events read back as calls: what was posted, waited, touched, and where each
+rank was when the run ended."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from labs.doctor.events import Event
+
+BLOCKING_APIS = frozenset({"send", "recv", "send_object_list", "recv_object_list"})
+
+
+@dataclass
+class Call:
+    """One op a rank posted (or tried to: `raised`)."""
+
+    rank: int
+    seq: int
+    kind: str                 # send | recv | sync | collective
+    name: str
+    api: str
+    peer: int | None
+    numel: int
+    dtype: str
+    tag: int
+    nbytes: int
+    where: str
+    batch: int | None
+    t_post: float
+    raised: str = ""
+    wait_where: str = ""      # the code that waited for it (first wait)
+    waits: int = 0            # how many waits started
+    waited: bool = False
+    t_done: float | None = None
+    wait_failed: str = ""
+    changed: str = ""
+    touched: list = field(default_factory=list)      # (where, text)
+
+    @property
+    def p2p(self) -> bool:
+        return self.kind in ("send", "recv")
+
+    @property
+    def blocking(self) -> bool:
+        return self.api in BLOCKING_APIS
+
+    def describe(self) -> str:
+        """'isend of 10 x float32 to rank 1', 'barrier'."""
+        size = f"{self.numel} x {self.dtype}"
+        tag = f", tag {self.tag}" if self.tag else ""
+        verb = self.api if self.api in ("send", "recv", "isend", "irecv") else self.kind
+        if self.batch is not None:
+            verb = f"{'isend' if self.kind == 'send' else 'irecv'} (batch_isend_irecv)"
+        if self.kind == "send":
+            return f"{verb} of {size} to rank {self.peer}{tag}"
+        if self.kind == "recv":
+            src = "any source" if self.peer is None else f"rank {self.peer}"
+            return f"{verb} of {size} from {src}{tag}"
+        return self.name
+
+
+@dataclass
+class Batch:
+    number: int
+    seqs: list
+    nworks: int
+    where: str
+    waited_index: set = field(default_factory=set)    # positions of the Works waited on
+
+
+@dataclass
+class RankRun:
+    rank: int
+    calls: list = field(default_factory=list)
+    batches: dict = field(default_factory=dict)       # number -> Batch
+    world_size: int = 0
+    asked: str = ""                # "the script asked for nccl; run on gloo"
+    exit: Event | None = None
+    t_start: float = 0.0
+    stderr: str = ""
+    warmup_s: float = 0.0
+    t_last: float = 0.0            # the last event this rank recorded
+
+    @property
+    def by_seq(self) -> dict:
+        return {c.seq: c for c in self.calls if not c.raised}
+
+    def blocked(self) -> Call | None:
+        """The call this rank sat in when the run ended: a wait that never returned (or
+        raised), or a call that raised."""
+        for c in reversed(self.calls):
+            if c.raised or c.wait_failed or (c.waits and not c.waited):
+                return c
+        return None
+
+    @property
+    def finished(self) -> bool:
+        return self.exit is not None and not self.exit.text
+
+
+def read_rank(rank: int, events: list[Event]) -> RankRun:
+    run, calls = RankRun(rank), {}
+    for e in events:
+        _apply(run, calls, e)
+    return run
+
+
+def _apply(run: RankRun, calls: dict, e: Event) -> None:
+    run.t_last = max(run.t_last, e.t)
+    if e.event == "start":
+        run.world_size, run.t_start = e.numel, e.t
+    elif e.event == "ready":
+        run.warmup_s = e.elapsed_s
+    elif e.event == "backend":
+        run.asked = e.text
+    elif e.event in ("post", "raised"):
+        call = Call(run.rank, e.seq, e.kind, e.name, e.api, e.peer, e.numel, e.dtype, e.tag,
+                    e.nbytes, e.where, e.batch, e.t, raised=e.text if e.event == "raised" else "")
+        run.calls.append(call)
+        if not call.raised:
+            calls[e.seq] = call
+    elif e.event == "batch":
+        run.batches[e.batch] = Batch(e.batch, e.seqs or [], e.nworks, e.where)
+    elif e.event == "exit":
+        run.exit = e
+    elif e.seq in calls:
+        _apply_to_call(run, calls[e.seq], e)
+
+
+def _apply_to_call(run: RankRun, call: Call, e: Event) -> None:
+    if e.event == "wait":
+        call.waits += 1
+        call.wait_where = call.wait_where or e.where
+    elif e.event == "waited":
+        call.waited, call.t_done, call.changed = True, e.t, e.text
+    elif e.event == "wait_failed":
+        call.wait_failed, call.t_done = e.text, e.t
+    elif e.event == "touched":
+        call.touched.append((e.where, e.text))
+    elif e.event == "work" and e.batch in run.batches:
+        run.batches[e.batch].waited_index.add(e.index)

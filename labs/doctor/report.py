@@ -1,0 +1,134 @@
+"""The report: one compiler-style entry per problem, then how the run ended.
+
+    labs/scripts/doctor/head_to_head.py:9: deadlock: ranks 0, 1 wait for each other
+        ranks 0, 1 at labs/scripts/doctor/head_to_head.py:9
+        gloo, observed: ...
+        NCCL, modelled, not run here: ... (source: ...)
+        lesson: notebooks/04_deadlock_hazards.ipynb
+
+Paths are shown relative to the current directory (or to the course's root), never as
+this machine's absolute paths; timings are kept apart (`text(timings=False)` is the same
+on every run).
+"""
+from __future__ import annotations
+
+import os
+import re
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from labs.doctor.findings import NCCL_LABEL, Finding
+from labs.harness.commands.torchrun import ROOT
+
+CLEAN = "no problems found on gloo; none predicted on NCCL"
+
+
+def show_path(where: str) -> str:
+    """'x.py:12' relative to the current directory, else to the course's root."""
+    path, _, line = where.rpartition(":")
+    if not path:
+        return where
+    p = Path(path)
+    for base in (Path.cwd(), ROOT):
+        try:
+            return f"{p.resolve().relative_to(base.resolve())}:{line}"
+        except ValueError:
+            continue
+    return where
+
+
+def scrub(text: str) -> str:
+    """Machine paths, build paths and addresses out of an error message."""
+    for base in (str(Path.cwd()), str(ROOT)):
+        text = text.replace(base + os.sep, "")
+    text = re.sub(r"\[enforce fail at \S+\] ", "", text)
+    text = re.sub(r"\[/\S*/(gloo/\S+)\]", r"[\1]", text)
+    text = re.sub(r" \(\[?[\d.:]+\]?:\d+ <-> \S+\)", "", text)
+    return re.sub(r"/\S*/site-packages/", "<site-packages>/", text)
+
+
+def merged(findings: list[Finding]) -> list[Finding]:
+    """The same problem at the same lines on several ranks: one entry naming them all."""
+    out, index = [], {}
+    for f in findings:
+        key = (f.kind, tuple(w for _, w in f.where))
+        if key in index:
+            first = index[key]
+            first.ranks = tuple(sorted(set(first.ranks) | set(f.ranks)))
+            first.where = first.where + [w for w in f.where if w not in first.where]
+            continue
+        index[key] = f
+        out.append(f)
+    return out
+
+
+def _wrap(head: str, text: str) -> list[str]:
+    return textwrap.wrap(scrub(text), 96, initial_indent=f"    {head}",
+                         subsequent_indent="        ", break_long_words=False)
+
+
+def entry(f: Finding) -> list[str]:
+    level = "warning, NCCL only" if f.nccl_only else "error"
+    lines = [f"{show_path(f.first_where)}: {level} [{f.kind}]: {f.title}"]
+    places: dict[str, list[int]] = {}
+    for rank, where in f.where:
+        places.setdefault(show_path(where), []).append(rank)
+    for where, ranks in places.items():
+        lines.append(f"    rank{'s' if len(ranks) > 1 else ''} "
+                     f"{', '.join(map(str, sorted(set(ranks))))} at {where}")
+    lines += _wrap("gloo, observed: ", f.gloo)
+    source = f" (source: {f.source})" if f.source else ""
+    lines += _wrap(f"{NCCL_LABEL}: ", f.nccl + source)
+    lines += [f"    {scrub(line)}" for line in f.extra if isinstance(line, str)]
+    lines.append(f"    lesson: {f.lesson}")
+    return lines
+
+
+@dataclass
+class Report:
+    command: str
+    world_size: int
+    findings: list
+    ending: list                   # how the run ended, stable lines
+    notes: list = field(default_factory=list)      # the script's own errors, backend asked
+    status: int = 0
+    timings: list = field(default_factory=list)    # overhead and durations (vary by run)
+    timeline: str = ""             # the PNG's path, if one was saved
+    runs: dict = field(default_factory=dict, repr=False)    # rank -> RankRun
+    outcome: object = field(default=None, repr=False)        # labs.doctor.run.Outcome
+
+    @property
+    def outputs(self) -> dict:
+        """rank -> what it printed (labs.harness.torchrun.RankOutput)."""
+        return self.outcome.outputs if self.outcome is not None else {}
+
+    def text(self, timings: bool = True) -> str:
+        lines = [f"$ {self.command}", f"{self.world_size} rank"
+                 f"{'s' if self.world_size != 1 else ''}, run on gloo under torchrun",
+                 *[scrub(n) for n in self.notes], *self.ending, ""]
+        for f in self.findings:
+            lines += entry(f) + [""]
+        lines.append(self.verdict())
+        if timings:
+            lines += self.timings + ([f"timeline: {show_path(self.timeline + ':0')[:-2]}"]
+                                     if self.timeline else [])
+        return "\n".join(lines)
+
+    def verdict(self) -> str:
+        if self.status == 2 and not self.findings:
+            return "the script itself could not run (see above): nothing to diagnose"
+        if not self.findings:
+            return CLEAN
+        gloo = sum(not f.nccl_only for f in self.findings)
+        return (f"{len(self.findings)} problem{'s' if len(self.findings) > 1 else ''}: "
+                f"{gloo} on gloo, {len(self.findings) - gloo} more predicted on NCCL")
+
+    def kinds(self) -> set:
+        return {f.kind for f in self.findings}
+
+    def by_kind(self, kind) -> list:
+        return [f for f in self.findings if f.kind == kind]
+
+    def __str__(self):
+        return self.text()

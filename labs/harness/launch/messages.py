@@ -1,0 +1,119 @@
+"""What a worker and the launching process say to each other, as small dataclasses.
+
+Worker -> parent, over the worker's pipe:
+    Joined     the rank is in the process group (the launch timeout starts counting)
+    Returned   fn returned `value`
+    Failed     fn (or joining) raised; `.unsolved` if it was an unsolved exercise's stub
+    StatusReply the answer to a StatusRequest: what the rank is doing right now
+
+Parent -> worker:
+    StatusRequest  "what are you blocked in?" (asked when a launch hangs or fails)
+    Release        every rank has returned: destroy the group and exit
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from labs.harness.ranks.exercises import Unsolved
+from labs.harness.ranks.words import Words
+from labs.harness.ranks.tracing import Event
+
+
+class Phase(Words):
+    """Where a rank is in its launch."""
+
+    CONNECT = "connect"     # starting, or joining the process group
+    RUN = "run"             # in fn (the launch timeout counts from here)
+
+
+class Hang(Words):
+    """Which deadline a hung launch missed."""
+
+    JOIN = "join"           # not every rank joined the group within JOIN_TIMEOUT
+    DEADLINE = "deadline"   # every rank joined, fn gave no result within the launch timeout
+
+
+@dataclass
+class RankStatus:
+    """One rank at one moment. `blocked_in`: the call its main thread sits in (or the
+    blocking call that raised); `outstanding`: non-blocking ops posted, never seen done."""
+
+    rank: int
+    phase: Phase = Phase.RUN
+    blocked_in: Event | None = None
+    blocked_for: float = 0.0
+    outstanding: list[Event] = field(default_factory=list)
+    last: Event | None = None          # its most recent call
+    note: str = ""                     # what we know instead (finished, exited, an error)
+
+    def describe(self, timings: bool = True) -> str:
+        """'rank 1: blocked 2.0 s in recv(from 0, tag 0, 10 x float32); posted, ...'."""
+        if self.blocked_in is not None:
+            how_long = f" {self.blocked_for:.1f} s" if timings else ""
+            line = f"rank {self.rank}: blocked{how_long} in {self.blocked_in.describe()}"
+        elif self.note:
+            line = f"rank {self.rank}: {self.note}"
+        elif self.phase == Phase.CONNECT:
+            line = f"rank {self.rank}: still starting or joining the process group"
+        else:
+            last = f"(its last call: {self.last.describe()})" if self.last else "(it had made none)"
+            line = f"rank {self.rank}: not inside a torch.distributed call {last}"
+        if self.outstanding:
+            line += "; posted, not completed: " + ", ".join(e.describe() for e in self.outstanding)
+        return line
+
+
+@dataclass
+class Frame:
+    """One line of a worker's traceback: `file` relative to the course when it is ours."""
+
+    file: str
+    line: int
+    function: str
+    code: str
+
+
+@dataclass
+class Joined:
+    rank: int
+
+
+@dataclass
+class Returned:
+    rank: int
+    value: object
+    events: list[Event]
+
+
+@dataclass
+class Failed:
+    rank: int
+    summary: str                       # "ValueError: first line of the message"
+    traceback: str
+    phase: Phase
+    status: RankStatus
+    events: list[Event]
+    frames: list[Frame] = field(default_factory=list)   # outermost first, as Python prints
+    unsolved: Unsolved | None = None   # it was an exercise's stub: which one (not a bug)
+    interrupted: bool = False          # a KeyboardInterrupt: the reader stopped the kernel
+
+
+@dataclass
+class StatusReply:
+    status: RankStatus
+    events: list[Event]
+
+
+@dataclass
+class StatusRequest:
+    pass
+
+
+@dataclass
+class Release:
+    pass
+
+
+def describe_statuses(statuses: dict, timings: bool = True) -> list[str]:
+    """One line per rank, in rank order: the one place these lines are written."""
+    return [statuses[r].describe(timings) for r in sorted(statuses)]

@@ -1,0 +1,218 @@
+"""The parent side of one launch attempt: start the workers, watch them, stop them.
+
+`run_workers` returns an `Attempt`: what each rank returned, raised or died of, and, if
+the launch hung or failed, what the others were blocked in when they were stopped.
+Whatever happens, every worker is killed and reaped before it returns.
+"""
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing.connection
+import os
+import pickle
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from labs.harness.launch import worker
+from labs.harness.launch.errors import Interrupted
+from labs.harness.launch.messages import (Failed, Hang, Joined, Phase, RankStatus, Release,
+                                          Returned, StatusReply, StatusRequest)
+from labs.harness.launch.output import read_outputs
+from labs.harness.launch.rendezvous import open_store
+from labs.harness.launch.spec import (DEATH_REAP, GRACE, JOIN_TIMEOUT, KILL_REAP, RELEASE_WAIT,
+                                      STATUS_WAIT, STATUS_WAIT_INTERRUPTED, LaunchSpec)
+
+
+@dataclass
+class Attempt:
+    """One attempt at a launch, as it ended (`launch` makes a second one only when every
+    failure happened while joining)."""
+
+    values: dict = field(default_factory=dict)      # rank -> returned value
+    failures: dict = field(default_factory=dict)    # rank -> Failed
+    deaths: dict = field(default_factory=dict)      # rank -> exit code (negative: signal)
+    statuses: dict = field(default_factory=dict)    # rank -> RankStatus when stopped
+    events: dict = field(default_factory=dict)      # rank -> its trace
+    hang: Hang | None = None     # which deadline a hung attempt missed
+    stopped_at: float | None = None     # perf_counter when the ranks still running were stopped
+    outputs: dict = field(default_factory=dict)     # rank -> what it printed
+    pids: list = field(default_factory=list)        # the workers' pids, in rank order
+
+    def only_failed_joining(self) -> bool:
+        """Every failure happened while joining the group, before any user code ran."""
+        return bool(self.failures) and not self.deaths and not self.hang and all(
+            f.phase == Phase.CONNECT for f in self.failures.values())
+
+
+def run_workers(ctx, spec: LaunchSpec, on_started=None) -> Attempt:
+    """One attempt: start `spec.world_size` workers on a private rendezvous, supervise,
+    stop. `on_started(pids)` is called as soon as every worker exists (before anything
+    can fail), so a caller can account for them even if this raises (Interrupted)."""
+    world_size = spec.world_size
+    out_dir = tempfile.mkdtemp(prefix="p2p-launch-")
+    # The rendezvous: a store only this launch knows the port of, on loopback only.
+    store = open_store(world_size, JOIN_TIMEOUT)
+    spec_bytes = pickle.dumps(spec)
+    pipes = [ctx.Pipe(duplex=True) for _ in range(world_size)]
+    procs = []
+    started = time.perf_counter()
+    try:
+        for rank in range(world_size):
+            p = ctx.Process(
+                target=worker.run, daemon=True, name=f"p2p-rank{rank}",
+                args=(rank, spec_bytes, store.port, os.path.join(out_dir, f"rank{rank}.out"),
+                      pipes[rank][1]))
+            p.start()
+            pipes[rank][1].close()   # only the child holds its end: EOF tells it we are gone
+            procs.append(p)
+        if on_started is not None:
+            on_started([p.pid for p in procs])
+        supervisor = _Supervisor(procs, [pp[0] for pp in pipes])
+        try:
+            outcome = supervisor.watch(started, spec.timeout)
+        except KeyboardInterrupt:
+            # You pressed stop (in this process, or a worker was interrupted: Jupyter
+            # signals the kernel's whole process group, and during a widget's callback only
+            # the workers may see it): say where each rank was, then stop them all (below).
+            others = [r for r in range(world_size) if r not in supervisor.interrupted]
+            replies = ask_status(procs, [pp[0] for pp in pipes], others,
+                                 wait=STATUS_WAIT_INTERRUPTED)
+            statuses = {**{r: reply.status for r, reply in replies.items()},
+                        **supervisor.interrupted}
+            raise Interrupted(dict(sorted(statuses.items()))) from None
+        outcome.outputs = read_outputs(out_dir, world_size)
+        outcome.pids = [p.pid for p in procs]
+    finally:
+        stop(procs)
+        for parent_end, _ in pipes:
+            parent_end.close()
+        shutil.rmtree(out_dir, ignore_errors=True)
+        del store
+    return outcome
+
+
+class _Supervisor:
+    def __init__(self, procs, conns):
+        self.procs, self.conns = procs, conns
+        self.outcome = Attempt()
+        self.pending = set(range(len(procs)))
+        self.joined = set()
+        self.first_failure = None
+        self.interrupted = {}           # rank -> RankStatus: a KeyboardInterrupt in the worker
+
+    def watch(self, started, timeout) -> Attempt:
+        """Collect each rank's result; stop at the first failure (+ GRACE) or the deadline:
+        JOIN_TIMEOUT after the start until every rank has joined, then `timeout`."""
+        deadline = started + JOIN_TIMEOUT
+        sentinels = {p.sentinel: r for r, p in enumerate(self.procs)}
+        while self.pending:
+            now = time.perf_counter()
+            if self.first_failure is not None and now >= self.first_failure + GRACE:
+                break
+            if now >= deadline:
+                self.outcome.hang = Hang.DEADLINE if len(self.joined) == len(self.procs) else Hang.JOIN
+                break
+            until = deadline if self.first_failure is None else min(deadline, self.first_failure + GRACE)
+            ready = multiprocessing.connection.wait(
+                [self.conns[r] for r in self.pending] + [self.procs[r].sentinel for r in self.pending],
+                timeout=max(0.0, until - now))
+            for obj in ready:
+                if obj in sentinels:
+                    rank = sentinels[obj]
+                    if rank in self.pending and not self.conns[rank].poll():
+                        self._died(rank)   # else: its result is in the pipe, read that first
+                elif self._receive(self.conns.index(obj)) == "all joined":
+                    deadline = time.perf_counter() + timeout
+        if self.pending:
+            self.outcome.stopped_at = time.perf_counter()
+            for rank, reply in ask_status(self.procs, self.conns, self.pending).items():
+                self.outcome.statuses[rank] = reply.status
+                self.outcome.events.setdefault(rank, reply.events)
+        elif not self.outcome.failures and not self.outcome.deaths:
+            release(self.procs, self.conns)
+        return self.outcome
+
+    def _died(self, rank):
+        self.procs[rank].join(DEATH_REAP)
+        self.outcome.deaths[rank] = self.procs[rank].exitcode
+        self.pending.discard(rank)
+        self.first_failure = self.first_failure or time.perf_counter()
+
+    def _receive(self, rank):
+        try:
+            message = pickle.loads(self.conns[rank].recv_bytes())
+        except (EOFError, OSError):   # it died without a word: how, the exit code says
+            return self._died(rank)
+        if isinstance(message, Joined):
+            self.joined.add(rank)
+            return "all joined" if len(self.joined) == len(self.procs) else None
+        if isinstance(message, Returned):
+            self.outcome.values[rank], self.outcome.events[rank] = message.value, message.events
+        elif isinstance(message, Failed):
+            if message.interrupted:
+                self.interrupted[rank] = message.status
+                raise KeyboardInterrupt
+            self.outcome.failures[rank] = message
+            self.outcome.statuses[rank], self.outcome.events[rank] = message.status, message.events
+            self.first_failure = self.first_failure or time.perf_counter()
+        else:
+            return None               # a late status reply
+        self.pending.discard(rank)
+        return None
+
+
+def release(procs, conns, wait=RELEASE_WAIT):
+    """Every rank has returned: let them destroy the group and exit on their own."""
+    for c in conns:
+        try:
+            c.send_bytes(pickle.dumps(Release()))
+        except OSError:
+            pass
+    until = time.perf_counter() + wait
+    for p in procs:
+        p.join(max(0.0, until - time.perf_counter()))
+
+
+def ask_status(procs, conns, ranks, wait=STATUS_WAIT) -> dict:
+    """Ask the ranks still running what they are blocked in; rank -> StatusReply."""
+    answers = {}
+    for r in ranks:
+        try:
+            conns[r].send_bytes(pickle.dumps(StatusRequest()))
+        except OSError:
+            pass
+    until = time.perf_counter() + wait
+    while len(answers) < len(ranks) and time.perf_counter() < until:
+        todo = [conns[r] for r in ranks if r not in answers]
+        for c in multiprocessing.connection.wait(todo, timeout=max(0.0, until - time.perf_counter())):
+            r = conns.index(c)
+            try:
+                reply = pickle.loads(c.recv_bytes())
+            except (EOFError, OSError):
+                answers[r] = StatusReply(RankStatus(r, note="exited"), [])
+                continue
+            if isinstance(reply, StatusReply):
+                answers[r] = reply
+            elif isinstance(reply, Failed) and reply.interrupted:   # it was stopped too
+                answers[r] = StatusReply(reply.status, reply.events)
+    silent = RankStatus(0, note="did not answer (stuck outside Python, or not started)")
+    for r in ranks:
+        answers.setdefault(r, StatusReply(dataclasses.replace(silent, rank=r), []))
+    return answers
+
+
+def stop(procs):
+    """Kill what is still alive and reap everything: no orphans, no zombies."""
+    for p in procs:
+        if p.exitcode is None:
+            try:
+                p.kill()
+            except (OSError, ValueError, AttributeError):
+                pass
+    for p in procs:
+        try:
+            p.join(KILL_REAP)
+        except (OSError, ValueError, AssertionError):
+            pass

@@ -1,0 +1,2 @@
+"""Notebook-side tools that views and notebooks import: timelines, widgets, timing
+tables."""

@@ -1,0 +1,182 @@
+"""The point-to-point doctor on real torchrun jobs (labs/scripts/doctor/): every kind of
+problem is reported with its rank(s), file:line and kind; correct scripts get no
+diagnosis; a hang is stopped within its deadline and nothing is left running.
+
+One doctor run per script (module-scoped fixtures), shared by every assertion on it.
+"""
+from __future__ import annotations
+
+import functools
+import subprocess
+import sys
+
+import pytest
+
+from labs.doctor import CLEAN, Job, examine
+from labs.doctor.__main__ import split
+from labs.harness.commands.torchrun import ROOT, leftovers
+
+pytestmark = pytest.mark.slow
+SCRIPTS = ROOT / "labs" / "scripts" / "doctor"
+DEADLINE = 90.0
+
+
+def at(script: str, text: str) -> str:
+    """'<path>:<line>' of the first line of `script` that contains `text`."""
+    lines = (SCRIPTS / script).read_text().splitlines()
+    found = [n for n, line in enumerate(lines, 1) if text in line]
+    assert found, f"{text!r} is not in {script}"
+    return f"{SCRIPTS / script}:{found[0]}"
+
+
+@functools.cache
+def doctor(script: str, nproc: int, *args: str, deadline: float = DEADLINE):
+    report = examine(Job(str(SCRIPTS / script), list(args), [f"--nproc-per-node={nproc}"],
+                         deadline_s=deadline))
+    assert not report.outcome.leftovers, report.outcome.leftovers
+    assert report.outcome.seconds <= deadline, report.outcome.seconds
+    return report
+
+
+def finding(report, kind: str, ranks, *wheres: str):
+    """The finding of `kind` on exactly `ranks` whose lines include `wheres`."""
+    for f in report.by_kind(kind):
+        lines = {w for _, w in f.where}
+        if set(f.ranks) == set(ranks) and set(wheres) <= lines:
+            return f
+    raise AssertionError(f"no {kind} on ranks {sorted(ranks)} at {wheres}:\n{report.text()}")
+
+
+def test_deadlock_is_stopped_and_its_cycle_named():
+    report = doctor("head_to_head.py", 2)
+    f = finding(report, "deadlock", {0, 1}, at("head_to_head.py", "dist.send(mine"))
+    assert report.outcome.stopped == "stuck" and report.status == 1
+    assert "NCCL, modelled, not run here" in report.text() and "04_deadlock" in f.lesson
+    assert leftovers() == []
+
+
+def test_gloo_timeout_ends_a_deadlock_that_is_still_named():
+    report = doctor("head_to_head.py", 2, "2")
+    f = finding(report, "deadlock", {0, 1}, at("head_to_head.py", "dist.send(mine"))
+    assert not report.outcome.stopped and "gloo's timeout fired" in f.gloo
+    assert "Timed out waiting 2000ms for send operation" in f.gloo
+
+
+def test_a_call_that_raises():
+    report = doctor("failing_call.py", 2)
+    f = finding(report, "call_failed", {0}, at("failing_call.py", "dist.send"))
+    assert "contiguous" in f.gloo and report.status == 1
+
+
+def test_a_hang_outside_any_call_ends_at_the_deadline():
+    report = doctor("sleeper.py", 2, deadline=55.0)
+    assert report.outcome.stopped == "deadline"
+    finding(report, "unmatched_recv", {0}, at("sleeper.py", "dist.recv"))
+    assert report.status == 1 and leftovers() == []
+
+
+def test_tag_mismatch_and_unmatched_receive_not_a_deadlock():
+    report = doctor("lone.py", 3)
+    finding(report, "tag_mismatch", {0, 2}, at("lone.py", "tag=0"), at("lone.py", "tag=1"))
+    finding(report, "unmatched_recv", {1}, at("lone.py", "dist.irecv"))
+    assert "deadlock" not in report.kinds()
+
+
+def test_self_send_and_receive():
+    report = doctor("snippet1.py", 2)
+    line = at("snippet1.py", "batch_isend_irecv")
+    finding(report, "self", {0, 1}, line)
+    finding(report, "unmatched_send", {0}, line)
+    assert "unwaited" not in report.kinds()          # said once, as unmatched
+
+
+def test_same_buffer_sent_and_received_with_a_barrier_for_a_wait():
+    report = doctor("snippet2_ring.py", 4)
+    post = at("snippet2_ring.py", "batch_isend_irecv")
+    finding(report, "buffer_in_flight", {0, 1, 2, 3}, post)
+    finding(report, "barrier_instead_of_wait", {0, 1, 2, 3}, post,
+            at("snippet2_ring.py", "dist.barrier()"))
+
+
+def test_all_to_all_snippet():
+    report = doctor("snippet3_all_to_all.py", 3)
+    post = at("snippet3_all_to_all.py", "batch_isend_irecv")
+    finding(report, "unmatched_recv", {0, 1, 2}, post)
+    finding(report, "buffer_in_flight", {0, 1, 2}, post, at("snippet3_all_to_all.py", "/="))
+    finding(report, "buffer_in_flight", {0, 1, 2}, post, at("snippet3_all_to_all.py", "add_("))
+    finding(report, "barrier_instead_of_wait", {0, 1, 2}, post)
+
+
+def test_size_and_dtype_mismatches():
+    report = doctor("mismatch.py", 2, "--abort")
+    finding(report, "size_mismatch", {0, 1}, at("mismatch.py", "torch.ones(10)"),
+            at("mismatch.py", "dist.recv(big"))
+    finding(report, "dtype_mismatch", {0, 1}, at("mismatch.py", "torch.ones(4)"),
+            at("mismatch.py", "dist.recv(other"))
+    smaller = finding(report, "size_mismatch", {0, 1}, at("mismatch.py", "torch.ones(5)"))
+    assert "SIGABRT" in smaller.gloo
+
+
+def test_waits_and_buffers_in_flight():
+    report = doctor("waiting.py", 2)
+    first = at("waiting.py", "reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, a")
+    finding(report, "partly_waited", {0, 1}, first)
+    finding(report, "one_work_per_batch", {0, 1}, first)
+    finding(report, "buffer_in_flight", {0, 1}, at("waiting.py", "c.add_(1)"))
+    finding(report, "buffer_in_flight", {0, 1}, at("waiting.py", "d.sum()"))
+    finding(report, "unwaited", {0, 1}, at("waiting.py", "dist.isend(e"))
+
+
+def test_nccl_only_problems_are_predicted_and_labelled():
+    report = doctor("nccl_only.py", 3)
+    assert all(f.nccl_only for f in report.findings) and report.status == 1
+    assert "the script asked for nccl; run on gloo" in report.text()
+    finding(report, "nccl_first_batch", {0, 1}, at("nccl_only.py", "for w in dist.batch"))
+    finding(report, "tags_ignored_on_nccl", {0, 1})
+    finding(report, "any_source", {2}, at("nccl_only.py", "src=None"))
+    finding(report, "large_batch", {0, 1}, at("nccl_only.py", "sends + recvs"))
+
+
+def test_the_tutorial_ring_only_warns_about_nccl_and_is_still_wrong():
+    report = doctor("tutorial_ring.py", 2)
+    finding(report, "ungrouped_exchange", {0, 1}, at("tutorial_ring.py", "isend(send_buff"))
+    assert report.kinds() == {"ungrouped_exchange"}
+    assert "rank 0 result: [3.0, 3.0, 3.0]" not in report.outputs[0].stdout
+
+
+@pytest.mark.parametrize("script, nproc", [("lesson_ring.py", 4), ("pipeline_1f1b.py", 4),
+                                           ("ring_attention.py", 4), ("all_to_all.py", 3)])
+def test_correct_scripts_get_no_diagnosis(script, nproc):
+    report = doctor(script, nproc)
+    assert report.findings == [] and report.status == 0, report.text()
+    assert CLEAN in report.text()
+
+
+def _cli(tmp_path, *argv):
+    return subprocess.run([sys.executable, "-m", "labs.doctor", "--out", str(tmp_path), *argv],
+                          cwd=ROOT, capture_output=True, text=True, timeout=DEADLINE + 30)
+
+
+def test_command_line_clean_run_saves_report_and_timeline(tmp_path):
+    done = _cli(tmp_path, "--overhead", "--nproc-per-node", "2",
+                "labs/scripts/doctor/exchange_ok.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert CLEAN in done.stdout and "the script asked for nccl" in done.stdout
+    assert "record overhead while the script ran" in done.stdout
+    assert "run again without it" in done.stdout            # --overhead: a second run
+    assert (tmp_path / "exchange_ok.doctor.txt").read_text().startswith("$ python -m")
+    assert (tmp_path / "exchange_ok.doctor.png").stat().st_size > 1000
+
+
+def test_command_line_script_that_cannot_run_exits_2(tmp_path):
+    done = _cli(tmp_path, "--nproc-per-node", "2", "labs/scripts/doctor/broken.py")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "KeyError" in done.stdout and "broken.py:6" in done.stdout
+
+
+def test_options_are_split_at_the_script():
+    own, torchrun_args, script, args = split(["--deadline", "5", "--overhead",
+                                              "--nproc-per-node", "4", "x.py", "--steps", "2"])
+    assert own["deadline"] == 5.0 and own["overhead"] and not own["py_spy"]
+    assert torchrun_args == ["--nproc-per-node", "4"]
+    assert script == "x.py" and args == ["--steps", "2"]

@@ -1,0 +1,186 @@
+"""The house's structure, read from the code's own imports: no cycle, every arrow downwards,
+and no new long function.
+
+The layers, bottom to top (a module may import its own layer and the ones below):
+
+    0  labs.harness             the harness's face: COURSE_ROOT, nothing else
+    1  labs.harness.ranks       what code on the ranks uses: tracing, exercises, measuring
+    2  labs.harness.launch      the launch engine; `labs` (the package's face) re-exports it
+    3  labs.harness.notebook    notebook-side tools;  labs.harness.commands  command lines
+    4  labs.harness.grading     the graders' toolkit; labs.harness.schedule  the checker
+    5  the lessons              labs.<lesson>, labs.scripts, the templates, solutions
+    6  above the lessons        labs.views, labs.claims, labs.bench
+
+Imports inside functions count as much as those at the top of a file.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.course import ROOT
+
+LAYERS = [
+    ("labs.harness", 0, "exact"),
+    ("labs.harness.ranks", 1, "package"),
+    ("labs.harness.launch", 2, "package"),
+    ("labs", 2, "exact"),
+    ("labs.harness.notebook", 3, "package"),
+    ("labs.harness.commands", 3, "package"),
+    ("labs.harness.grading", 4, "package"),
+    ("labs.harness.schedule", 4, "package"),
+    ("labs.harness.templates", 5, "package"),
+    ("labs.scripts", 5, "package"),
+    ("solutions", 5, "package"),
+    ("labs.views", 6, "package"),
+    ("labs.claims", 6, "package"),
+    ("labs.bench", 6, "package"),
+]
+LESSONS = 5          # any other labs.<name> is a lesson module
+
+# Functions over MAX_LINES lines (def to last line, docstring included), each with why it
+# stays whole. A new long function fails the test: split it, or add it here with a reason.
+MAX_LINES = 40
+LONG_FUNCTIONS = {
+    "labs/harness/launch/launcher.py:launch":
+        "the one public entry: its docstring is the reader's reference (15 lines of it)",
+    "labs/harness/launch/supervise.py:run_workers":
+        "the launch's resources (store, pipes, processes, folder) opened and released in one try",
+    "labs/harness/launch/worker.py:run":
+        "a worker's life top to bottom, in the order the module docstring draws it",
+    "labs/claims/jobs.py:torchrun_root_cause_is_the_smallest_whole_second":
+        "a claim is one function by the ledger's rule: its own script text is part of it",
+    "labs/waiting.py:overlap_timing":
+        "a lesson's worker function: the reader reads the measured steps in one place",
+    "solutions/ring.py:pipelined_ring_all_reduce":
+        "a reference solution: the reader compares it with their own body as one piece",
+}
+
+
+def python_files():
+    for top in ("labs", "solutions"):
+        yield from sorted((ROOT / top).rglob("*.py"))
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def course_modules() -> dict[str, Path]:
+    return {module_name(p): p for p in python_files()}
+
+
+def imported(path: Path, modules: dict) -> set[str]:
+    """The course's modules `path` imports: `from pkg import name` counts as pkg.name when
+    that is a module, else as pkg."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.update(f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules
+                         else node.module for alias in node.names)
+    return {name for name in found if name in modules}
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = course_modules()
+    return {name: imported(path, modules) - {name} for name, path in modules.items()}
+
+
+def layer(module: str) -> int:
+    for prefix, level, how in LAYERS:
+        if module == prefix or (how == "package" and module.startswith(prefix + ".")):
+            return level
+    assert module.startswith("labs."), module
+    return LESSONS
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def long_functions() -> dict[str, int]:
+    """'path:Class.function' -> lines, for every function over MAX_LINES lines."""
+    found = {}
+
+    def walk(node, path, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = child.end_lineno - child.lineno + 1
+                if lines > MAX_LINES:
+                    found[f"{path}:{prefix}{child.name}"] = lines
+                walk(child, path, f"{prefix}{child.name}.")
+            elif isinstance(child, ast.ClassDef):
+                walk(child, path, f"{prefix}{child.name}.")
+
+    for path in python_files():
+        walk(ast.parse(path.read_text()), path.relative_to(ROOT).as_posix(), "")
+    return found
+
+
+def test_the_imports_have_no_cycle():
+    assert cycles(import_graph()) == []
+
+
+def test_every_import_points_down_or_sideways():
+    climbing = [f"{a} (layer {layer(a)}) imports {b} (layer {layer(b)})"
+                for a, targets in sorted(import_graph().items()) for b in sorted(targets)
+                if layer(b) > layer(a)]
+    assert climbing == [], "imports that climb a layer (see this file's docstring):\n" + \
+        "\n".join(climbing)
+
+
+def test_no_new_long_function():
+    new = {f: n for f, n in long_functions().items() if f not in LONG_FUNCTIONS}
+    assert new == {}, (f"functions over {MAX_LINES} lines: split them, or list them in "
+                       f"LONG_FUNCTIONS with why they stay whole: {new}")
+
+
+def test_the_long_function_list_is_current():
+    gone = sorted(set(LONG_FUNCTIONS) - set(long_functions()))
+    assert gone == [], f"no longer over {MAX_LINES} lines, drop them from LONG_FUNCTIONS: {gone}"
+
+
+def test_every_module_has_a_layer_and_the_layers_are_used():
+    modules = course_modules()
+    assert {layer(m) for m in modules} == set(range(7))
+
+
+def test_the_structure_test_sees_what_it_should():
+    """A guard for the parser: known arrows are found (else the tests above prove nothing)."""
+    graph = import_graph()
+    assert "labs.harness.launch.launcher" in graph["labs"]
+    assert "labs.harness.ranks.tracing" in graph["labs.harness.launch.worker"]
+    assert "labs.harness.launch.launcher" in graph["labs.harness.commands.cli"]   # in a function
+    assert "labs.ring" in graph["labs.bench.ring"]
