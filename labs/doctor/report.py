@@ -100,7 +100,7 @@ class Report:
 
     @property
     def outputs(self) -> dict:
-        """rank -> what it printed (labs.harness.torchrun.RankOutput)."""
+        """rank -> what it printed (labs.harness.commands.torchrun.RankOutput)."""
         return self.outcome.outputs if self.outcome is not None else {}
 
     def text(self, timings: bool = True) -> str:

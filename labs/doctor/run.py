@@ -1,7 +1,7 @@
 """The parent side: run the script under torchrun with the agent in every rank, watch the
 ranks' records, stop a hang, and hand back everything the diagnosis needs.
 
-The job is run by labs.harness.torchrun (a session of its own, every process marked, a
+The job is run by labs.harness.commands.torchrun (a session of its own, every process marked, a
 deadline, nothing left running). The doctor stops it early when it is stuck: every rank
 still running sits in a wait (its record says so) and no rank has recorded anything for
 `hang_after_s` seconds. Then, if asked, py-spy reads each stuck rank's Python stack.

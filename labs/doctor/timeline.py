@@ -1,4 +1,4 @@
-"""The real run's per-rank timeline (the course's timeline, labs.harness.plots), with the
+"""The real run's per-rank timeline (the course's timeline, labs.harness.notebook.plots), with the
 problems marked, saved as a PNG next to the report."""
 from __future__ import annotations
 
