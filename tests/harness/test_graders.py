@@ -321,6 +321,17 @@ RIGHT += [
     (test_collectives.test_p2p_all_gather, 3, OTHER2 + "all_gather_views_of_one_buffer"),
 ]
 
+# The method on dummy data, the answer by another road (tests/graders/bodies/roads.py).
+ROAD = "while graded, data travels only through the process group"
+WRONG += [
+    (test_ring.test_ring_all_reduce, 3, "roads:ring_dummy_then_store", ROAD),
+    (test_ring.test_ring_reduce_scatter, 4, "roads:rs_dummy_then_prefix_store", ROAD),
+    (test_collectives.test_p2p_all_gather, 3, "roads:all_gather_dummy_then_files", ROAD),
+    (test_collectives.test_p2p_broadcast, 3, "roads:broadcast_dummy_then_shared_memory", ROAD),
+    (test_p2p.test_pass_token, 3, "roads:pass_token_dummy_then_socket", ROAD),
+    (test_gradients.test_average_gradients_ring, 3, "roads:average_dummy_then_store", ROAD),
+]
+
 GRADERS = list(dict.fromkeys((grader, arg) for grader, arg, *_ in WRONG + RIGHT))
 
 
