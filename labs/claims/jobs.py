@@ -92,3 +92,23 @@ def flight_recorder_records_gloo_collectives_not_p2p():
     holds = "gloo:all_reduce" in names and "gloo:barrier" in names and not p2p
     return ClaimResult(holds, f"all_reduce, isend+irecv batch, send/recv, barrier on rank 0; "
                               f"recorded: {', '.join(names)}")
+
+
+@claim("11", "a TCPStore server, the rendezvous store that torchrun's agent hosts, listens on "
+             "every interface whatever host name it is given")
+def tcp_store_listens_on_every_interface():
+    # Source: torch/csrc/distributed/c10d/TCPStoreLibUvBackend.cpp and TCPStoreBackend.cpp:
+    # the server socket binds to the wildcard address (IPv6 any, dual stack, or IPv4 any);
+    # the host name is for clients only. torchrun's c10d rendezvous and --standalone use it.
+    from labs.harness.commands.listeners import EVERY_INTERFACE, held_by, host_of, listening
+    store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
+    try:
+        ours = held_by([os.getpid()])
+        hosts = sorted({host_of(a) for inode, a in listening().items() if inode in ours
+                        and a.endswith(f":{store.port}")})
+    finally:
+        del store
+    holds = bool(hosts) and all(h in EVERY_INTERFACE for h in hosts)
+    return ClaimResult(holds, f"TCPStore('127.0.0.1', is_master=True) listens on "
+                              f"{' and '.join(hosts) or 'nothing seen'} (every interface: "
+                              f"{holds})")

@@ -186,3 +186,22 @@ def show_overlap(timing: dict):
     print("time saved, p2p vs all_reduce:",
           f"p2p saved {'more' if p2p.median > reduce.median else 'less'} (ranges apart)"
           if apart else "within noise (their ranges overlap)")
+
+
+def show_listeners(run: JobRun) -> dict[str, bool]:
+    """What the job listened on while it ran (run_job(..., listeners=True)), as verdicts
+    that hold on any machine: where the agent's store and the ranks' gloo listened."""
+    import socket
+    from labs.harness.commands.listeners import EVERY_INTERFACE, host_of
+    hosts = {role: sorted({host_of(a) for a, r in run.listeners.items() if r == role})
+             for role in ("agent", "rank")}
+    resolved = socket.gethostbyname(socket.gethostname())
+    verdicts = {
+        "torchrun's agent (the rendezvous store) listened on every interface":
+            bool(hosts["agent"]) and all(h in EVERY_INTERFACE for h in hosts["agent"]),
+        "every rank's gloo listened on the address this machine's host name resolves to":
+            bool(hosts["rank"]) and all(h == resolved for h in hosts["rank"]),
+    }
+    for what, holds in verdicts.items():
+        print(f"{what}: {holds}")
+    return verdicts

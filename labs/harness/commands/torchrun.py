@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labs.harness import COURSE_ROOT
+from labs.harness.commands.listeners import ListenerScan
 
 ROOT = COURSE_ROOT
 SCRIPTS = ROOT / "labs" / "scripts"
@@ -101,6 +102,9 @@ class JobRun:
     # node index -> its torchrun's own stack, for a node still running OTHERS_GRACE_S after
     # another node failed (then stopped): where the agent waited
     left_waiting: dict[int, Stack] = field(default_factory=dict)
+    # what listened while it ran (run_job(..., listeners=True)): address -> "agent" (a
+    # torchrun process itself: its rendezvous store) or "rank" (a rank's gloo listener)
+    listeners: dict[str, str] = field(default_factory=dict)
 
     @property
     def succeeded(self) -> bool:
@@ -256,13 +260,16 @@ def _stop(nodes: list[_Torchrun], token: str):
         node.proc.wait()
 
 
-def _run(node_args, shown, env, deadline_s, nproc_to_dump=0) -> JobRun:
-    """Start the nodes, py-spy every rank once all are stuck (if asked), wait, collect."""
+def _run(node_args, shown, env, deadline_s, nproc_to_dump=0, listeners=False) -> JobRun:
+    """Start the nodes, py-spy every rank once all are stuck (if asked), wait, collect;
+    with `listeners`, scan what the first node's processes listen on meanwhile."""
     until, base = time.monotonic() + deadline_s, Path(tempfile.mkdtemp(prefix="p2p-job-"))
     try:
         with _started(node_args, env, base) as nodes:
-            stacks = _stuck_stacks(nodes[0], nproc_to_dump, until) if nproc_to_dump else {}
-            left_waiting = _wait_all(nodes, until)
+            scan = ListenerScan(nodes[0].proc.pid) if listeners else contextlib.nullcontext()
+            with scan:
+                stacks = _stuck_stacks(nodes[0], nproc_to_dump, until) if nproc_to_dump else {}
+                left_waiting = _wait_all(nodes, until)
             stopped = {i for i, node in enumerate(nodes) if node.proc.poll() is None}
         ranks, summaries = [], []
         for node in nodes:
@@ -271,8 +278,11 @@ def _run(node_args, shown, env, deadline_s, nproc_to_dump=0) -> JobRun:
     finally:
         shutil.rmtree(base, ignore_errors=True)
     codes = [None if i in stopped else node.proc.returncode for i, node in enumerate(nodes)]
+    agents = {node.proc.pid for node in nodes}
+    heard = {addr: "agent" if pid in agents else "rank"
+             for addr, pid in (scan.seen.items() if listeners else [])}
     return JobRun(shown, codes, sorted(ranks, key=lambda r: r.rank), summaries, stacks,
-                  left_waiting)
+                  left_waiting, heard)
 
 
 def _wait_all(nodes: list[_Torchrun], until: float) -> dict[int, Stack]:
@@ -302,12 +312,13 @@ def run_torchrun(args: list[str], env=None, deadline_s: float = 90.0) -> JobRun:
 
 
 def run_job(script: str, nproc: int = 4, args=(), env=None, deadline_s: float = 90.0,
-            dump_when_stuck: bool = False) -> JobRun:
+            dump_when_stuck: bool = False, listeners: bool = False) -> JobRun:
     """`torchrun --standalone --nproc-per-node=N labs/scripts/<script> ARGS`, to the end or
-    to the deadline. dump_when_stuck: once every rank is stuck, `py-spy dump` each one."""
+    to the deadline. dump_when_stuck: once every rank is stuck, `py-spy dump` each one.
+    listeners: note what the job listened on (JobRun.listeners)."""
     cli = ["--standalone", f"--nproc-per-node={nproc}", f"labs/scripts/{script}", *args]
     return _run([cli], [" ".join(["torchrun", *cli])], env, deadline_s,
-                nproc if dump_when_stuck else 0)
+                nproc if dump_when_stuck else 0, listeners)
 
 
 def run_two_nodes(script: str, nproc_per_node: int = 2, args=(), env=None,
