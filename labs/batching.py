@@ -273,7 +273,8 @@ def exchange_with_neighbours(tensor):
     """Send `tensor` to both ring neighbours and receive theirs, with one batch_isend_irecv.
 
     The left neighbour of rank r is (r - 1) % world_size, the right one (r + 1) % world_size.
-    Every rank passes a tensor of the same shape and dtype (any shape, any dtype).
+    Every rank passes a contiguous tensor of the same shape and dtype (any shape, any
+    dtype; gloo sends contiguous memory only).
     Returns (from_left, from_right): new tensors holding the left neighbour's and the right
     neighbour's `tensor`. `tensor` is not modified.
     Edge cases: world size 1 -> both are copies of your own tensor (gloo cannot send to

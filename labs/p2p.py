@@ -233,7 +233,8 @@ def ping_pong(tensor, rounds):
     """Bounce a tensor between ranks 0 and 1, `rounds` times; time each round trip.
 
     Every rank calls it with a tensor of the same shape and a numeric dtype (float or
-    integer, any shape); only rank 0's values matter, the others' give shape and dtype.
+    integer, any shape, contiguous); only rank 0's values matter, the others' give shape
+    and dtype.
     One round: rank 0 sends its current tensor to rank 1; rank 1 receives it into a
     fresh buffer, adds 1 and sends the result back; rank 0 receives that reply, which is
     what it sends in the next round. Rank 0 starts from `tensor` and never modifies it.

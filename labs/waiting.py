@@ -144,9 +144,9 @@ def racy_ring_shift(rank, world_size, late_rank=None):
 def safe_ring_shift(tensor):
     """Return the previous rank's `tensor`: the ring shift without the race.
 
-    Every rank calls it with a tensor of the same shape and dtype (any shape, float or
-    integer). Send `tensor` to rank (rank + 1) % world_size and receive the tensor of rank
-    (rank - 1) % world_size. Returns a NEW tensor (same shape and dtype) holding what was
+    Every rank calls it with a contiguous tensor of the same shape and dtype (any shape,
+    float or integer). Send `tensor` to rank (rank + 1) % world_size and receive the tensor
+    of rank (rank - 1) % world_size. Returns a NEW tensor (same shape and dtype) holding what was
     received, complete when the function returns. `tensor` itself must not change: the
     caller may reuse it as soon as the function returns. World size >= 2.
 
