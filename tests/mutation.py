@@ -4,7 +4,9 @@ graded by the exercise's own grader. A grader is proven by the mutants it kills.
 Each mutant is a copy of solutions/<module>.py with ONE change in the exercise's function
 (or a helper of its module): a peer or an index off by one (+ <-> -, a constant + 1), a
 comparison flipped, a branch skipped or always taken, a wait() dropped, a message widened
-to float64, a receive buffer kept and reused between calls, a collective added. Two more
+to float64, a receive buffer kept and reused between calls, a collective added, and the
+exercise's built-in (`dist.all_reduce`, `dist.all_gather`, ...) taken always, beyond 4 ranks,
+or for large inputs. Two more
 kinds are expected to SURVIVE, as correct bodies in another style: an extra barrier()
 before the body, which moves no data. A survivor of any other kind is a hole in the grader,
 or an equivalent mutant (the same behaviour): the report lists each one with its change.
@@ -34,6 +36,46 @@ _PIPELINE = ("test_patterns", "test_pipeline_1f1b_matches_unsplit_model", [2, 4]
 SPECIAL = {"patterns.send_forward_recv_backward": _PIPELINE,
            "patterns.send_backward_recv_forward": _PIPELINE}
 EXPECTED_TO_SURVIVE = ("extra barrier",)
+
+# The built-in that does an exercise's job, as a body with the exercise's parameters: the
+# mutants "built-in instead" (always), "built-in beyond 4 ranks" and "built-in for large
+# tensors" call it in place of the method. Exercises without a one-call built-in are absent.
+_ALL_REDUCE = "dist.all_reduce(tensor)\nreturn tensor"
+_GATHERED = ("_ws, _r = dist.get_world_size(), dist.get_rank()\n"
+             "_all = [torch.empty_like(tensor) for _ in range(_ws)]\n"
+             "dist.all_gather(_all, tensor)\n")
+_GRAD_MEAN = ("for _p in model.parameters():\n"
+              "    if _p.grad is not None:\n"
+              "        dist.all_reduce(_p.grad)\n"
+              "        _p.grad /= dist.get_world_size()\n")
+BUILTINS = {
+    "ring.ring_all_reduce": _ALL_REDUCE,
+    "ring.pipelined_ring_all_reduce": _ALL_REDUCE,
+    "ring.ring_reduce_scatter": "dist.all_reduce(tensor)\n_b = chunk_bounds(tensor.numel(), "
+                                "dist.get_world_size())[dist.get_rank()]\n"
+                                "return tensor.view(-1)[_b[0]:_b[1]]",
+    "algorithms.recursive_doubling_all_reduce": _ALL_REDUCE,
+    "algorithms.halving_doubling_all_reduce": _ALL_REDUCE,
+    "algorithms.tree_broadcast": "dist.broadcast(tensor, src)\nreturn tensor",
+    "collectives.p2p_broadcast": "dist.broadcast(tensor, src)\nreturn tensor",
+    "collectives.p2p_all_gather": _GATHERED + "return _all",
+    "collectives.p2p_gather": "_out = [torch.empty_like(tensor) for _ in range(dist.get_world_size("
+                              "))] if dist.get_rank() == dst else None\n"
+                              "dist.gather(tensor, _out, dst)\nreturn _out",
+    "collectives.p2p_all_to_all": "dist.all_to_all(outputs, inputs)\nreturn outputs",
+    "batching.exchange_with_neighbours": _GATHERED + "return (_all[(_r - 1) % _ws].clone(), "
+                                                     "_all[(_r + 1) % _ws].clone())",
+    "batching.ring_shift": _GATHERED + "return _all[(_r - k) % _ws].clone()",
+    "waiting.safe_ring_shift": _GATHERED + "return _all[(_r - 1) % _ws].clone()",
+    "gradients.average_gradients_all_to_all": _GRAD_MEAN + "return None",
+    "gradients.average_gradients_ring": _GRAD_MEAN + "return None",
+    "gradients.average_gradients_bucketed": _GRAD_MEAN + "return None",
+    "snippets.fixed_average_gradients": _GRAD_MEAN + "return None",
+}
+# When each built-in mutant takes the built-in's road (the method otherwise).
+BUILTIN_WHEN = {"built-in instead": "True",
+                "built-in beyond 4 ranks": "dist.get_world_size() > 4",
+                "built-in for large tensors": "_numel_of(_first) >= 1 << 16"}
 
 
 @dataclass
@@ -178,6 +220,44 @@ def mutants(exercise: str) -> list[Mutant]:
         found.append(Mutant(exercise, mutator.kind, mutator.change, source))
 
 
+NUMEL_OF = '''
+
+def _numel_of(x):
+    """Elements in a tensor, a list of them, or a model's gradients."""
+    if isinstance(x, torch.Tensor):
+        return x.numel()
+    if isinstance(x, (list, tuple)):
+        return sum(_numel_of(item) for item in x)
+    if isinstance(x, torch.nn.Module):
+        return sum(p.numel() for p in x.parameters())
+    return 0
+'''
+
+
+def builtin_mutants(exercise: str) -> list[Mutant]:
+    """The exercise's function with its built-in taken always, beyond 4 ranks, or for
+    large inputs (BUILTINS)."""
+    if exercise not in BUILTINS:
+        return []
+    module, name = exercise.split(".")
+    text = (ROOT / "solutions" / f"{module}.py").read_text()
+    found = []
+    for kind, condition in BUILTIN_WHEN.items():
+        tree = ast.parse(text)
+        fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+        first = fn.args.args[0].arg
+        guard = ast.parse(f"if {condition}:\n    pass").body[0]
+        guard.body = ast.parse(BUILTINS[exercise]).body
+        has_doc = isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant)
+        at = 1 if has_doc else 0
+        fn.body[at:at] = [ast.parse(f"_first = {first}").body[0], guard]
+        source = ast.unparse(ast.fix_missing_locations(tree)) + "\n" + KEPT + NUMEL_OF
+        if "import torch\n" not in source:
+            source = "import torch\n" + source
+        found.append(Mutant(exercise, kind, f"{name}: if {condition}: the built-in", source))
+    return found
+
+
 def _called(tree, name) -> set[str]:
     """Names called from function `name`, and from the helpers those call, transitively."""
     bodies = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
@@ -250,7 +330,8 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(folder))       # the workers import the mutants by name
     results, number = [], 0
     for exercise in exercises:
-        started, chosen = time.perf_counter(), _sample(mutants(exercise), options.limit)
+        started = time.perf_counter()
+        chosen = _sample(mutants(exercise), options.limit) + builtin_mutants(exercise)
         for mutant in chosen:
             number += 1
             mutant.outcome = run(mutant, folder, number)
