@@ -6,10 +6,10 @@ Each mutant is a copy of solutions/<module>.py with ONE change in the exercise's
 comparison flipped, a branch skipped or always taken, a wait() dropped, a message widened
 to float64, a receive buffer kept and reused between calls, a collective added, and the
 exercise's built-in (`dist.all_reduce`, `dist.all_gather`, ...) taken always, beyond 4 ranks,
-or for large inputs. Two more
-kinds are expected to SURVIVE, as correct bodies in another style: an extra barrier()
-before the body, which moves no data. A survivor of any other kind is a hole in the grader,
-or an equivalent mutant (the same behaviour): the report lists each one with its change.
+or for large inputs. One kind is expected to SURVIVE, as a correct body in another style:
+an extra barrier() before the body, which moves no data. A survivor of any other kind is
+a hole in the grader, or an equivalent mutant (the same behaviour): the report lists each
+one with its change.
 
     python -m tests.mutation                     # every exercise (a long run: minutes)
     python -m tests.mutation ring.ring_all_reduce --limit 20

@@ -166,7 +166,7 @@ def _describe(sends):
 def grade_tree_broadcast(impl, world_size):
     roots = sorted({0, world_size - 1, world_size // 2})
     cases = [(dtype, shape, src) for src in roots for dtype, shape in CASES] + \
-        [(*method_case(world_size), src) for src in roots]
+        [(*method_case(world_size), src) for src in roots] + [(*LARGE_CASE, roots[-1])]
     results = grade(broadcast_worker, world_size, args=(impl, cases),
                     what="tree_broadcast")
     failures = []

@@ -10,8 +10,10 @@ from labs.harness.grading import (GradeFailure, call, check_batched, check_close
 
 # (shape, dtype) cases every grader launch runs one after the other in the same workers.
 CASES = [((4,), torch.float32), ((2, 3), torch.int64), ((5,), torch.float64),
-         ((3,), torch.float16), ((0,), torch.float32)]
-ALL_PAIRS_DTYPES = (torch.float32, torch.int64, torch.float64)
+         ((3,), torch.float16), ((0,), torch.float32),
+         (((1 << 20) + 1,), torch.float32)]    # large: the method on every size
+ALL_PAIRS_DTYPES = (torch.float32, torch.int64, torch.float64, torch.float32)
+LARGE_CHUNKS = 3                # the case whose chunks are large (the method on every size)
 # Any world size: a body may branch on it, so every one up to 8 is graded.
 WORLD_SIZES = [1, 2, 3, 4, 5, 6, 7, 8]
 
@@ -34,7 +36,8 @@ def ring_shift_worker(rank, world_size, impl, ks):
 
 
 def _chunk_len(src, dst, case):
-    return (3 * src + 5 * dst + case) % 4          # 0 .. 3, different per pair, some empty
+    """0 .. 3 elements, different per pair, some empty; 2^18 more in the large case."""
+    return (3 * src + 5 * dst + case) % 4 + ((1 << 18) if case == LARGE_CHUNKS else 0)
 
 
 def _chunk(src, dst, case, dtype):

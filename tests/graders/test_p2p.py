@@ -16,6 +16,8 @@ from labs.harness.grading import (GradeFailure, call, check_close, check_fresh, 
 
 # (shape, dtype) cases every grader launch runs one after the other in the same workers.
 CASES = [((16,), torch.float32), ((2, 3), torch.int64), ((5,), torch.float64), ((), torch.float32)]
+# pass_token also on a large token (the method on every size).
+TOKEN_CASES = CASES + [(((1 << 20) + 1,), torch.float32)]
 
 
 def _case(shape, dtype):
@@ -34,7 +36,7 @@ def pass_token_worker(rank, world_size, impl):
     pass_token = implementation(impl, "p2p", "pass_token")
     return [call(pass_token, seeded(0, shape, dtype, i) if rank == 0
                  else torch.zeros(shape, dtype=dtype), case=_case(shape, dtype))
-            for i, (shape, dtype) in enumerate(CASES)]
+            for i, (shape, dtype) in enumerate(TOKEN_CASES)]
 
 
 @pytest.mark.parametrize("world_size", [2, 3, 4, 5, 6, 7, 8])
@@ -158,7 +160,7 @@ def _check_rank_0(got, start, rounds, what):
 def test_pass_token(impl, world_size):
     results = grade(pass_token_worker, world_size, args=(impl,), what="pass_token")
     check_p2p_only(results.trace, "pass_token", builds="the token ring")
-    for i, (shape, dtype) in enumerate(CASES):
+    for i, (shape, dtype) in enumerate(TOKEN_CASES):
         what = f"pass_token({_case(shape, dtype)}, world_size={world_size})"
         for rank in range(world_size):
             check_untouched(results[rank][i], rank=rank, what=what, hint="return a new tensor")

@@ -11,11 +11,17 @@ from labs.patterns import full_attention, make_qkv, reference_step, ring_attenti
 # -- Exercise 1: the neighbour exchange ---------------------------------------------------
 
 
+# A small activation, and a large one (the method on every size).
+EXCHANGE_SHAPES = [(2, 3), ((1 << 20) + 1,)]
+
+
 def exchange_grader_worker(rank, world_size, impl, dtype_name):
     """Rank 0 is stage s, rank 1 is stage s + 1: both send at the same moment."""
     name = "send_forward_recv_backward" if rank == 0 else "send_backward_recv_forward"
-    return call(implementation(impl, "patterns", name), seeded(rank, (2, 3), dtype_name), 1 - rank,
-                must_complete=True, case=dtype_name)
+    fn = implementation(impl, "patterns", name)
+    return [call(fn, seeded(rank, shape, dtype_name, i), 1 - rank, must_complete=True,
+                 case=f"{dtype_name}, shape {shape}")
+            for i, shape in enumerate(EXCHANGE_SHAPES)]
 
 
 EXCHANGE = "send_forward_recv_backward / send_backward_recv_forward"
@@ -26,12 +32,13 @@ EXCHANGE = "send_forward_recv_backward / send_backward_recv_forward"
 def test_neighbour_exchange_head_to_head(impl, dtype_name):
     what = EXCHANGE
     results = grade(exchange_grader_worker, 2, args=(impl, dtype_name), what=what)
-    for rank, got in enumerate(results):
-        check_close(got.result, seeded(1 - rank, (2, 3), dtype_name), rank=rank,
-                    what=f"{what} ({dtype_name})")
-        check_fresh(got, rank=rank, what=what,
-                    hint="receive into a new tensor (torch.empty_like)")
-        check_untouched(got, rank=rank, what=what)
+    for rank, calls in enumerate(results):
+        for i, (shape, got) in enumerate(zip(EXCHANGE_SHAPES, calls)):
+            check_close(got.result, seeded(1 - rank, shape, dtype_name, i), rank=rank,
+                        what=f"{what} ({dtype_name}, shape {shape})")
+            check_fresh(got, rank=rank, what=what,
+                        hint="receive into a new tensor (torch.empty_like)")
+            check_untouched(got, rank=rank, what=what)
 
 
 def pipeline_grader_worker(rank, world_size, impl):
@@ -73,14 +80,28 @@ def rotate_grader_worker(rank, world_size, impl):
     k_next, v_next, works = out
     for w in works:
         w.wait()
+    large = _rotate_large(rotate_kv, rank)
     # Then the whole of ring attention with it.
     q_all, k_all, v_all = make_qkv(16 * world_size, 8)
     q, kb, vb = (t.chunk(world_size)[rank].contiguous() for t in (q_all, k_all, v_all))
     return {"k_next": k_next, "v_next": v_next, "events": events,
             "fresh": {k_next.data_ptr(), v_next.data_ptr()}.isdisjoint(
                 {k.data_ptr(), v.data_ptr()}),
-            "unchanged": torch.equal(k, k0) and torch.equal(v, v0),
+            "unchanged": torch.equal(k, k0) and torch.equal(v, v0), "large": large,
             "attention": ring_attention(q, kb, vb, rotate=rotate_kv)}
+
+
+LARGE_KV = ((1 << 18) + 1, 4)
+
+
+def _rotate_large(rotate_kv, rank):
+    """rotate_kv on large blocks too (the method on every size): (k_next, v_next)."""
+    k, v = seeded(rank, LARGE_KV, "float32", 2), seeded(rank, LARGE_KV, "float32", 3)
+    with in_case(f"k, v of shape {LARGE_KV}"):
+        k_next, v_next, works = rotate_kv(k, v)
+    for w in works:
+        w.wait()
+    return k_next, v_next
 
 
 @pytest.mark.parametrize("world_size", [2, 3, 4, 5, 6, 7, 8])
@@ -98,6 +119,9 @@ def test_rotate_kv(impl, world_size):
                     what=f"{what}: k_next (should be rank {prev}'s k)")
         check_close(r["v_next"], seeded(prev, (2, 3), "float32", 1), rank=rank,
                     what=f"{what}: v_next (should be rank {prev}'s v)")
+        for name, got, salt in (("k_next", r["large"][0], 2), ("v_next", r["large"][1], 3)):
+            check_close(got, seeded(prev, LARGE_KV, "float32", salt), rank=rank,
+                        what=f"{what}, shape {LARGE_KV}: {name} (should be rank {prev}'s)")
         if not r["fresh"]:
             raise GradeFailure(f"{what}: rank {rank} received into k or v; receive into new "
                                f"tensors (they are being sent and used for compute)")
