@@ -1,9 +1,9 @@
 """Lesson 06 (labs/gradients.py): graders for average_gradients_all_to_all,
 average_gradients_ring and average_gradients_bucketed.
 
-Each grader launches real workers (1-4 ranks) with a model that has float32 and float64
+Each grader launches real workers (1-8 ranks) with a model that has float32 and float64
 parameters, a 3-d parameter, a frozen one and an unused one (grad None on every rank),
-and gradients that differ per rank. Expected: `dist.all_reduce(grad); grad /= W`.
+then a large one (2^20 weights), with gradients that differ per rank. Expected: `dist.all_reduce(grad); grad /= W`.
 The method: point-to-point only; the ring versions call lesson 05's ring_all_reduce once
 per flat buffer, in its own dtype (the ring's calls are recorded), the bucketed one once
 per bucket of DDP's plan (`plan_buckets`), in the plan's order.
@@ -94,6 +94,20 @@ class Mixed(nn.Module):
         return out.pow(2).mean() + (self.cube.double() ** 2).sum() * x.double().mean()
 
 
+class Large(nn.Module):
+    """One float32 layer of 2^20 weights (the method on every size) and one float64 bias."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(1)
+        self.layer = nn.Linear(1024, 1024, bias=False)
+        self.bias = nn.Parameter(torch.randn(7, dtype=torch.float64))
+
+    def loss(self, x):
+        return self.layer(x[:, :1].expand(-1, 1024)).pow(2).mean() + \
+            (self.bias ** 2).sum() * x.double().mean()
+
+
 def _grads(model):
     return {name: None if p.grad is None else p.grad.clone()
             for name, p in model.named_parameters()}
@@ -103,9 +117,12 @@ def averaging_worker(rank, world_size, impl, name):
     """Returns [(what, Call, {param: grad after}, {param: expected mean}, the ring's calls,
     the calls expected)] per bucket size; a ring call is (numel, dtype)."""
     fn = implementation(impl, "gradients", name)
-    model = Mixed()
     records = []
-    for bucket_bytes in BUCKETS if name == "average_gradients_bucketed" else (None,):
+    bucketed = name == "average_gradients_bucketed"
+    cases = [(Mixed, b) for b in (BUCKETS if bucketed else (None,))] + \
+        [(Large, 1 << 20 if bucketed else None)]
+    for make, bucket_bytes in cases:
+        model = make()
         model.zero_grad(set_to_none=True)
         x = torch.randn(6, 5, generator=torch.Generator().manual_seed(100 + rank))
         model.loss(x).backward()
@@ -113,7 +130,8 @@ def averaging_worker(rank, world_size, impl, name):
         for g in (g for g in expected.values() if g is not None):
             dist.all_reduce(g)
             g /= world_size
-        what = name + ("" if bucket_bytes is None else f"(bucket_bytes={bucket_bytes})")
+        what = name + ("" if bucket_bytes is None else f"(bucket_bytes={bucket_bytes})") + \
+            (" on a model of 2^20 weights" if make is Large else "")
         args = (model,) if bucket_bytes is None else (model, bucket_bytes)
         with ring_calls(fn) as rings:
             done = call(fn, *args, case=what)

@@ -22,9 +22,12 @@ from labs.harness.grading import (GradeFailure, call, check_close, check_one_bat
 WHAT = "fixed_average_gradients"
 # An MLP with 4 parameters of different shapes, and a Linear with 2: fewer parameters
 # than ranks, which catches a rank used as a parameter index. One in float64.
+# And a large one (2^20 weights): the method on every size.
 MODELS = {"mlp": lambda: nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3)),
-          "linear": lambda: nn.Linear(4, 3)}
-CASES = [("mlp", torch.float32), ("linear", torch.float64)]
+          "linear": lambda: nn.Linear(4, 3),
+          "large": lambda: nn.Sequential(nn.Linear(4, 1024), nn.Linear(1024, 1024),
+                                         nn.Linear(1024, 3))}
+CASES = [("mlp", torch.float32), ("linear", torch.float64), ("large", torch.float32)]
 
 
 def average_worker(rank, world_size, impl):
