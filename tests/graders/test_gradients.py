@@ -3,7 +3,8 @@ average_gradients_ring and average_gradients_bucketed.
 
 Each grader launches real workers (1-8 ranks) with a model that has float32 and float64
 parameters, a 3-d parameter, a frozen one and an unused one (grad None on every rank),
-then a large one (2^20 weights), with gradients that differ per rank. Expected: `dist.all_reduce(grad); grad /= W`.
+then a large one (2^20 weights), with gradients that differ per rank. Expected:
+`dist.all_reduce(grad); grad /= W`.
 The method: point-to-point only; the ring versions call lesson 05's ring_all_reduce once
 per flat buffer, in its own dtype (the ring's calls are recorded), the bucketed one once
 per bucket of DDP's plan (`plan_buckets`), in the plan's order.

@@ -13,7 +13,7 @@ def ring_all_reduce(tensor):
     world_size = dist.get_world_size()
     send_op = dist.P2POp(dist.isend, tensor, (rank + 1) % world_size)
     recv_op = dist.P2POp(dist.irecv, tensor, (rank - 1 + world_size) % world_size)
-    reqs = dist.batch_isend_irecv([send_op, recv_op])  # noqa: F841 (as written)
+    reqs = dist.batch_isend_irecv([send_op, recv_op])
     dist.barrier()
     return tensor
 

@@ -26,7 +26,7 @@ def average_gradients(model):
                     ops.append(dist.P2POp(dist.isend, grads[j], j))
                 else:
                     ops.append(dist.P2POp(dist.irecv, recv_grads[j], i))
-    reqs = dist.batch_isend_irecv(ops)  # noqa: F841 (as written)
+    reqs = dist.batch_isend_irecv(ops)
     dist.barrier()                      # synchronise before averaging
     for k in range(len(grads)):
         grads[k] /= world_size
