@@ -13,7 +13,8 @@ from pathlib import Path
 
 import labs.jobs as lab
 from labs import launch_exercise
-from labs.harness.ranks.exercises import NOTES_ENV, SOLUTIONS_ENV, notes_in
+from labs.harness.ranks.exercises import (NOTES_ENV, SOLUTIONS_ENV, Unsolved, notes_in,
+                                          solution_wanted, untouched)
 from labs.harness.notebook.timing import compare, spread
 from labs.harness.commands.torchrun import ROOT, SCRIPTS, JobRun, RankOutput, run_job
 from labs.harness.launch.unsolved import say_unsolved
@@ -69,10 +70,14 @@ def run_ring_job(nproc: int = 3, numel: int = 6) -> JobRun:
     """The exercise: run labs/scripts/ring_job.py. While an exercise it needs is not solved,
     say which, where and how to grade it, then show the reference solution's run."""
     args = ["--numel", str(numel)]
-    with tempfile.TemporaryDirectory() as notes:     # the stubs that raised leave a note
-        run = run_job("ring_job.py", nproc, args, env={NOTES_ENV: notes})
-        unsolved = notes_in(notes)
-    if not run.succeeded and unsolved:
+    # A job that would only raise (your untouched stub): no need to start it.
+    if untouched(lab.ring_job.stub) and not solution_wanted("ring_job"):
+        run, unsolved = None, [Unsolved("ring_job", "labs/jobs.py", "")]
+    else:
+        with tempfile.TemporaryDirectory() as notes:     # the stubs that raised leave a note
+            run = run_job("ring_job.py", nproc, args, env={NOTES_ENV: notes})
+            unsolved = notes_in(notes)
+    if run is None or (not run.succeeded and unsolved):
         say_unsolved(unsolved[0].exercise, unsolved[0].file)
         run = run_job("ring_job.py", nproc, args, env={SOLUTIONS_ENV: "1"})
     run.show(stderr=not run.succeeded)
