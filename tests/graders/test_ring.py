@@ -25,7 +25,9 @@ CASES = [(dtype, shape) for dtype in DTYPES for shape in SHAPES] + [
 PIPELINE_CASES = [(d, s, None) for d, s in CASES] + [
     (d, s, 12) for d, s in CASES if 0 < torch.Size(s).numel() <= 64] + [
     ("float32", (37,), 1), ("int64", (3, 7), 8), ("float32", (4099,), 4096),
-    ("bfloat16", (4099,), 1000), ("float64", (257,), 100)]
+    ("bfloat16", (4099,), 1000), ("float64", (257,), 100),
+    # The default segment (4 MiB) in use: at 2 ranks each chunk holds 5 MiB of float32.
+    ("float32", (5 << 19,), None)]
 WORLD_SIZES = [1, 2, 3, 4, 5, 6, 7, 8]
 # From 5 ranks on, every dtype with fewer shapes: empty, fewer elements than ranks, uneven.
 LARGE_WORLD_SHAPES = [(0,), (3,), (2, 3, 4), (257,), LARGE]
