@@ -17,7 +17,6 @@ graded: it is not started, by construction (`untouched_stub`).
 """
 from __future__ import annotations
 
-import ast
 import hashlib
 import inspect
 import json
@@ -29,6 +28,7 @@ from pathlib import Path
 import torch
 
 from labs.harness import COURSE_ROOT as ROOT
+from labs.harness.ranks.exercises import untouched
 # The files of the course's machinery, relative to ROOT: any change regrades everything.
 FRAME = ["labs/*/**/*.py", "labs/__init__.py", "solutions/*.py", "tests/conftest.py",
          "tests/check.py", "tests/course.py", "tests/procs.py", "tests/graders/__init__.py",
@@ -127,18 +127,7 @@ def _used_from(module: types.ModuleType, used: set, depth: int = 0) -> list:
 def untouched_stub(exercise) -> bool:
     """The exercise's body is still the stub's: a docstring, then only `raise todo(...)`."""
     stub = getattr(exercise, "stub", None)
-    if stub is None:
-        return False
-    try:
-        tree = ast.parse(inspect.getsource(stub).lstrip())
-    except (OSError, TypeError, SyntaxError):
-        return False
-    body = tree.body[0].body if tree.body and isinstance(
-        tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)) else []
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]
-    return len(body) == 1 and isinstance(body[0], ast.Raise) and isinstance(
-        body[0].exc, ast.Call) and getattr(body[0].exc.func, "id", None) == "todo"
+    return stub is not None and untouched(stub)
 
 
 def grader_key(frame: str, grader_module, exercises) -> str:
