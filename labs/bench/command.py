@@ -78,6 +78,11 @@ def main(argv=None):
         ring.bench_ring(world_sizes, sizes, _comma_list(opts.variants), opts.reps, opts.warmup,
                         opts.impl, opts.out, not opts.no_progress, opts.segment_bytes)
     elif opts.command == "algorithms":
+        from labs.algorithms import CALLS
+        unknown = [n for n in _comma_list(opts.names) if n not in CALLS]
+        if unknown:
+            parser().error(f"--names: unknown {', '.join(unknown)}; choose from "
+                           f"{', '.join(CALLS)}")
         algorithms.bench_algorithms(world_sizes, sizes, _comma_list(opts.names), opts.reps,
                                     opts.warmup, opts.out, not opts.no_progress)
     else:
