@@ -46,7 +46,10 @@ class Agent:
 
     def __call__(self, event, op, **info):
         start = time.perf_counter()
-        if event == "post":
+        if event == "call":
+            batch = self.batch if op.kind in ("send", "recv") else None
+            self.emit("call", **_op_fields(op), batch=batch)
+        elif event == "post":
             self._post(op, info.get("tensors", []))
         elif event == "raised":
             self.emit("raised", **_op_fields(op), text=info["error"], batch=self.batch)

@@ -17,8 +17,10 @@ class Event:
     start     the script starts (numel: the world size)
     ready     the record is ready (elapsed_s: its one-time start-up cost in this process)
     backend   the script asked for another backend than gloo (text: which); run on gloo
-    post      a communication call reached the process group (op fields below)
-    raised    a call raised before it was posted (text: the error)
+    call      a communication call is about to run (op fields below); "post" or "raised"
+              follows unless the rank was stopped inside the call
+    post      the call returned: the op reached the process group
+    raised    the call raised before it was posted (text: the error)
     wait      a wait on the op's Work starts (where: the code that waits)
     waited    the wait returned (text: how a buffer changed in flight, if it did)
     wait_failed  the wait raised (text: the error)

@@ -27,6 +27,7 @@ class Call:
     batch: int | None
     t_post: float
     raised: str = ""
+    returned: bool = True     # False: the rank was stopped inside the call itself
     wait_where: str = ""      # the code that waited for it (first wait)
     waits: int = 0            # how many waits started
     waited: bool = False
@@ -88,7 +89,7 @@ class RankRun:
         """The call this rank sat in when the run ended: a wait that never returned (or
         raised), or a call that raised."""
         for c in reversed(self.calls):
-            if c.raised or c.wait_failed or (c.waits and not c.waited):
+            if c.raised or not c.returned or c.wait_failed or (c.waits and not c.waited):
                 return c
         return None
 
@@ -112,10 +113,16 @@ def _apply(run: RankRun, calls: dict, e: Event) -> None:
         run.warmup_s = e.elapsed_s
     elif e.event == "backend":
         run.asked = e.text
-    elif e.event in ("post", "raised"):
+    elif e.event in ("call", "post", "raised"):
         call = Call(run.rank, e.seq, e.kind, e.name, e.api, e.peer, e.numel, e.dtype, e.tag,
-                    e.nbytes, e.where, e.batch, e.t, raised=e.text if e.event == "raised" else "")
-        run.calls.append(call)
+                    e.nbytes, e.where, e.batch, e.t, raised=e.text if e.event == "raised" else "",
+                    returned=e.event != "call")
+        announced = calls.pop(e.seq, None)
+        if announced is not None and not announced.returned:   # its "call": now it is over
+            call.t_post = announced.t_post
+            run.calls[run.calls.index(announced)] = call
+        else:
+            run.calls.append(call)
         if not call.raised:
             calls[e.seq] = call
     elif e.event == "batch":

@@ -61,15 +61,17 @@ class Outcome:
 
 
 def _last_state(events: list[Event]) -> str:
-    """'exited', 'waiting' (a wait started and did not return) or 'running'."""
+    """'exited', 'waiting' (a wait or a call started and did not return) or 'running'."""
     open_waits = set()
     for e in events:
         if e.event == "exit":
             return "exited"
-        if e.event == "wait":
-            open_waits.add(e.seq)
+        if e.event in ("wait", "call"):
+            open_waits.add((e.event, e.seq))
         elif e.event in ("waited", "wait_failed"):
-            open_waits.discard(e.seq)
+            open_waits.discard(("wait", e.seq))
+        elif e.event in ("post", "raised"):
+            open_waits.discard(("call", e.seq))
     return "waiting" if open_waits else "running"
 
 

@@ -55,7 +55,9 @@ def run_menu_command(page, menu: str, item: str) -> None:
     entry = page.locator(".lm-Menu-content > .lm-Menu-item").filter(
         has=page.locator(".lm-Menu-itemLabel", has_text=re.compile(rf"^{item}$"))).first
     entry.wait_for(state="visible", timeout=10_000)
-    entry.click()
+    # A menu command never navigates; with six notebooks busy, waiting for "scheduled
+    # navigations" after the click can outlast the timeout although the click landed.
+    entry.click(no_wait_after=True)
 
 
 def wait_until(predicate, timeout: float, what: str, interval: float = 0.25):

@@ -180,3 +180,20 @@ def test_options_are_split_at_the_script():
     assert own["deadline"] == 5.0 and own["overhead"] and not own["py_spy"]
     assert torchrun_args == ["--nproc-per-node", "4"]
     assert script == "x.py" and args == ["--steps", "2"]
+
+
+def test_a_rank_stopped_inside_a_call_still_has_it_on_its_record():
+    """A peer's abort can end the job while a rank is inside a send (gloo already wrote the
+    bytes that made the peer abort): the call's "call" event is on the record, with no
+    "post", and that is where the rank sat."""
+    from labs.doctor.events import Event
+    from labs.doctor.ranks import read_rank
+    op = dict(kind="send", name="send", api="send", peer=1, numel=5, dtype="float32",
+              nbytes=20, where="mismatch.py:19")
+    events = [Event(0, "start", 0.0, numel=2), Event(0, "call", 1.0, seq=0, **op),
+              Event(0, "post", 1.1, seq=0, **op), Event(0, "call", 2.0, seq=1, **op)]
+    run = read_rank(0, events)
+    assert [(c.seq, c.returned) for c in run.calls] == [(0, True), (1, False)]
+    assert run.calls[0].t_post == 1.0 and run.blocked() is run.calls[1]
+    raised = read_rank(0, events + [Event(0, "raised", 2.5, seq=1, text="boom", **op)])
+    assert [(c.seq, c.raised) for c in raised.calls] == [(0, ""), (1, "boom")]

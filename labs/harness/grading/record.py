@@ -17,8 +17,8 @@ time it checks that nobody changed a buffer while it was in flight.
 Each op also carries `where`, the file:line of the code that made the call (the first frame
 outside torch, the standard library and the course's machinery), and `api`, the
 torch.distributed function that was called. `listen(callback)` hands every event to a
-callback as it happens, `callback(event, op, **info)`: "post" (tensors=), "raised" (error=,
-the call raised: the op never reached the list), "wait" (before a Work's wait), "waited"
+callback as it happens, `callback(event, op, **info)`: "call" (before the call runs), "post"
+(tensors=, it returned), "raised" (error=, the call raised: the op never reached the list), "wait" (before a Work's wait), "waited"
 (work=), "wait_failed" (error=). The point-to-point doctor (labs.doctor) streams them to a
 file; the graders only read the list.
 """
@@ -190,11 +190,22 @@ _INPUT_SECOND = {"allgather_", "_allgather_base_", "allgather_coalesced_",
 _NAMESPACES = ("c10d", "_c10d_functional", "_c10d_functional_autograd")
 
 
-def _raised(func, args, error):
+def _announce(func, args) -> list[Op]:
+    """Listeners hear of a call before it runs: a rank stopped inside it (a peer's abort
+    ends the whole job) still leaves the call on its record, as "call" without "post"."""
+    found = _classify(func._opname, args)
+    ops = found if isinstance(found, list) else [found] if found else []
+    where, api = caller()
+    first = len(_ACTIVE[-1]) if _ACTIVE else 0
+    for i, op in enumerate(ops):
+        op.where, op.api, op.seq = where, api, first + i
+        _notify("call", op)
+    return ops
+
+
+def _raised(announced: list[Op], error):
     """A call that raised never reaches the list; listeners still hear of it."""
-    found = _classify(func._opname, args) if _LISTENERS else None
-    for op in found if isinstance(found, list) else [found] if found else []:
-        op.where, op.api = caller()
+    for op in announced:
         _notify("raised", op, error=f"{type(error).__name__}: {error}")
 
 
@@ -209,10 +220,11 @@ class _Recorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func.namespace not in _NAMESPACES:
             return func(*args, **(kwargs or {}))
+        announced = _announce(func, args) if _LISTENERS else []
         try:
             out = func(*args, **(kwargs or {}))
         except Exception as error:
-            _raised(func, args, error)
+            _raised(announced, error)
             raise
         found = _classify(func._opname, args)
         if found is None:
