@@ -51,8 +51,10 @@ NOTEBOOKS = [str(p.relative_to(ROOT)) for p in course.widget_notebooks()]
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync"]
-# A notebook runs in < 60 s alone; here they all run at once, on a machine that may be loaded.
-RUN_ALL_SECONDS_EACH = 45.0
+# A notebook runs in < 60 s alone; here AT_ONCE run side by side, on a machine where the
+# rest of the suite runs too.
+AT_ONCE = 3
+RUN_ALL_SECONDS = 150.0
 
 # What a notebook must show beyond what its committed outputs say: widget controls as
 # (kind, label), kind dropdown / slider / button / choice / output; "figure": a matplotlib
@@ -131,39 +133,36 @@ def browser(chromium, lab):
 
 @pytest.fixture(scope="module")
 def runs(lab, browser):
-    """Every notebook open in its own page, all running at once: the deadlock lessons
-    mostly wait for timeouts, so running them side by side saves most of that time."""
+    """Every notebook in its own page, AT_ONCE of them running at a time: the deadlock
+    lessons mostly wait for timeouts, so side by side saves most of that time, and a cap
+    keeps the machine usable for the tests that run beside this one."""
     ARTIFACTS.mkdir(exist_ok=True)
-    opened = {}
+    opened = {notebook: NotebookRun(lab, notebook) for notebook in _notebooks()}
+    waiting, running = list(opened.values()), {}      # run -> its deadline
     try:
-        for notebook in _notebooks():
-            opened[notebook] = run = NotebookRun(lab, notebook)
-            try:
-                run.open(browser)
-                run.load()
-            except Exception as exc:  # noqa: BLE001 - reported by that notebook's test
-                run.error = exc
-        for run in opened.values():
-            try:
-                if run.error is None:
+        while waiting or running:
+            while waiting and len(running) < AT_ONCE:
+                run = waiting.pop(0)
+                try:
+                    run.open(browser)
+                    run.load()
                     run.start()
-            except Exception as exc:  # noqa: BLE001
-                run.error = exc
-        timeout = max(150.0, RUN_ALL_SECONDS_EACH * len(opened))
-        deadline = time.monotonic() + timeout
-        pending = [r for r in opened.values() if r.error is None]
-        while pending and time.monotonic() < deadline:
-            for run in list(pending):
+                    running[run] = time.monotonic() + RUN_ALL_SECONDS
+                except Exception as exc:  # noqa: BLE001 - reported by that notebook's test
+                    run.error = exc
+            for run, deadline in list(running.items()):
                 try:
                     if run.finished():
-                        pending.remove(run)
+                        del running[run]
+                    elif time.monotonic() > deadline:
+                        del running[run]
+                        run.error = AssertionError(
+                            f"timed out after {RUN_ALL_SECONDS:g} s waiting for all "
+                            f"{run.n_code} code cells of {run.name} to run")
                 except Exception as exc:  # noqa: BLE001
+                    del running[run]
                     run.error = exc
-                    pending.remove(run)
             time.sleep(0.25)
-        for run in pending:
-            run.error = AssertionError(f"timed out after {timeout:g} s waiting for "
-                                       f"all {run.n_code} code cells of {run.name} to run")
         yield opened
     finally:
         for run in opened.values():

@@ -18,9 +18,9 @@ Each op also carries `where`, the file:line of the code that made the call (the 
 outside torch, the standard library and the course's machinery), and `api`, the
 torch.distributed function that was called. `listen(callback)` hands every event to a
 callback as it happens, `callback(event, op, **info)`: "call" (before the call runs), "post"
-(tensors=, it returned), "raised" (error=, the call raised: the op never reached the list), "wait" (before a Work's wait), "waited"
-(work=), "wait_failed" (error=). The point-to-point doctor (labs.doctor) streams them to a
-file; the graders only read the list.
+(tensors=, it returned), "raised" (error=, the call raised: the op never reached the list),
+"wait" (before a Work's wait), "waited" (work=), "wait_failed" (error=). The point-to-point
+doctor (labs.doctor) streams them to a file; the graders only read the list.
 """
 from __future__ import annotations
 
