@@ -7,52 +7,32 @@
   best_all_reduce(t)                 runs the algorithm the model fitted here predicts fastest
 
 World sizes that are not a power of two: `fold_in` adds each extra rank's tensor into a
-partner among the first 2^k ranks, `fold_out` sends it the result. A `plan` is the list of
-steps one rank takes (cached); `run_plan` executes one; `predict` prices one (alpha-beta).
+partner among the first 2^k ranks, `fold_out` sends it the result. The engine behind
+best_all_reduce (plans, their executor, the model that prices them) is labs/plans.py;
+here it is fitted (`calibrate`) and raced against gloo's own all_reduce (`duel`).
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
+import statistics
 import time
-from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
 
-from labs import ring
+from labs import ring  # noqa: F401 - the exercises' hints use ring.chunk_bounds
 from labs.collectives import p2p_broadcast, p2p_gather
 from labs.harness.commands import cli
 from labs.harness.ranks import measure, tracing
 from labs.harness.ranks.data import seeded
 from labs.harness.ranks.exercises import exercise, todo
+from labs.plans import (ALGORITHMS, CLOSE_CALL, LIBRARY, Model, Step,  # noqa: F401
+                        choose, choose_plan, flat_view, plan, plan_seconds,
+                        power_of_two_below, predict, run_algorithm, run_plan, scratch,
+                        steps_of)
 
-
-# ---- Helpers: contiguous views, reusable receive buffers, the power-of-two fold -----
-
-def flat_view(tensor):
-    """`tensor.view(-1)`; a non-contiguous tensor is refused, as gloo refuses to send it."""
-    if not tensor.is_contiguous():
-        raise ValueError("this all-reduce needs a contiguous tensor (gloo sends contiguous "
-                         "memory); pass tensor.contiguous() and copy the result back")
-    return tensor.view(-1)
-
-
-_SCRATCH: dict = {}
-
-
-def scratch(numel, dtype):
-    """A receive buffer of `numel` elements, kept between calls (fresh memory costs a page
-    fault per 4 KiB when first written). Valid until the next call."""
-    buf = _SCRATCH.get(dtype)
-    if buf is None or buf.numel() < numel:
-        buf = _SCRATCH[dtype] = torch.empty(numel, dtype=dtype)
-    return buf[:numel]
-
-
-def power_of_two_below(p):
-    """The largest power of two <= p: the size of the group the doubling runs in."""
-    return 1 << (p.bit_length() - 1)
-
+# ---- Helpers: the power-of-two fold (flat_view, scratch, power_of_two_below: labs.plans) --
 
 def fold_in(flat):
     """Fold the extra ranks in: rank x >= q (q = power_of_two_below(p)) sends its tensor to
@@ -176,144 +156,6 @@ def star_reduce(tensor, dst):
     return tensor if parts is None else tensor.copy_(torch.stack(parts).sum(0))
 
 
-# ---- Plans: the steps one rank takes, computed once; and a lean executor for them ------
-
-@dataclass(frozen=True)
-class Step:
-    """One step of one rank: send elements [send) to `send_to`, receive [recv) from
-    `recv_from`, then add what arrived (`add`) or let it land in place. None: no such op."""
-
-    send_to: int | None
-    send: tuple[int, int]
-    recv_from: int | None
-    recv: tuple[int, int]
-    add: bool
-
-
-ALGORITHMS = ("doubling", "halving-doubling", "ring")   # on 2 ranks the last two are equal
-
-
-@functools.lru_cache(maxsize=4096)
-def plan(algorithm, rank, world_size, numel):
-    """The steps `rank` takes in `algorithm`, one of ALGORITHMS, for a tensor of `numel`."""
-    p, whole = world_size, (0, numel)
-    if p == 1 or algorithm == "ring":
-        return _ring_plan(rank, p, numel)
-    q = power_of_two_below(p)
-    if rank >= q:                                   # an extra rank: fold in, wait, fold out
-        return (Step(rank - q, whole, None, whole, False),
-                Step(None, whole, rank - q, whole, False))
-    core = _doubling_plan(rank, q, numel) if algorithm == "doubling" else \
-        _halving_doubling_plan(rank, q, numel)
-    if rank + q >= p:
-        return core
-    return ((Step(None, whole, rank + q, whole, True),) + core
-            + (Step(rank + q, whole, None, whole, False),))
-
-
-def _doubling_plan(rank, q, numel):
-    whole = (0, numel)
-    return tuple(Step(rank ^ (1 << k), whole, rank ^ (1 << k), whole, True)
-                 for k in range(q.bit_length() - 1))
-
-
-def _halving_doubling_plan(rank, q, numel):
-    bounds = ring.chunk_bounds(numel, q)
-    def span(lo, hi):
-        return bounds[lo][0], bounds[hi - 1][1]
-    lo, hi, mask, halving = 0, q, q // 2, []
-    while mask:
-        mid = (lo + hi) // 2
-        keep, give = ((mid, hi), (lo, mid)) if rank & mask else ((lo, mid), (mid, hi))
-        halving.append(Step(rank ^ mask, span(*give), rank ^ mask, span(*keep), True))
-        lo, hi = keep
-        mask //= 2
-    doubling = [Step(s.send_to, s.recv, s.recv_from, s.send, False) for s in reversed(halving)]
-    return tuple(halving + doubling)
-
-
-def _ring_plan(rank, p, numel):
-    bounds = ring.chunk_bounds(numel, p)
-    nxt, prev = (rank + 1) % p, (rank - 1) % p
-    return tuple(Step(nxt, bounds[(rank - t - 1) % p], prev, bounds[(rank - t - 2) % p],
-                      t < p - 1) for t in range(2 * (p - 1)))
-
-
-def run_plan(flat, steps):
-    """Execute a plan on `flat` with little Python per message. Every receive is posted
-    first (a gloo send waits for its receive), adding ones into their own scratch regions;
-    ops go straight to the process group, past dist.isend's checks and the course's tracer
-    (they are not in the trace); sends and in-place receives are views of `flat`. An
-    in-place receive may target a range sent earlier: its final values can only arrive
-    after the peers have received this rank's part of it."""
-    group = dist.group.WORLD
-    room = scratch(sum(s.recv[1] - s.recv[0] for s in steps if s.add), flat.dtype)
-    receives, used = [], 0
-    for s in steps:
-        lo, hi = s.recv
-        into = room[used:used + hi - lo] if s.add else flat[lo:hi]
-        used += (hi - lo) if s.add else 0
-        work = None if s.recv_from is None else group.recv([into], s.recv_from, 0)
-        receives.append((into, work))
-    for s, (into, work) in zip(steps, receives):
-        if s.send_to is not None:
-            group.send([flat[s.send[0]:s.send[1]]], s.send_to, 0).wait()
-        if work is not None:
-            work.wait()
-            if s.add:
-                flat[s.recv[0]:s.recv[1]].add_(into)
-    return flat
-
-
-# ---- The model: lesson 05's alpha-beta plus the additions, priced plan by plan ------
-
-@dataclass(frozen=True)
-class Model:
-    """t(step) = alpha + bytes / beta + added bytes * gamma."""
-
-    alpha: float          # seconds per message
-    beta: float           # bytes per second on the wire
-    gamma: float = 0.0    # seconds per byte added
-
-
-def plan_seconds(steps, itemsize, model):
-    """The model's time for one rank's plan: its steps one after the other."""
-    total = 0.0
-    for s in steps:
-        moved = max(s.send[1] - s.send[0] if s.send_to is not None else 0,
-                    s.recv[1] - s.recv[0] if s.recv_from is not None else 0)
-        added = s.recv[1] - s.recv[0] if s.add else 0
-        total += model.alpha + moved * itemsize / model.beta + added * itemsize * model.gamma
-    return total
-
-
-def predict(algorithm, world_size, nbytes, model):
-    """Predicted seconds of an all-reduce of `nbytes`: the slowest rank's plan."""
-    return max(plan_seconds(plan(algorithm, r, world_size, nbytes), 1, model)
-               for r in range(world_size))
-
-
-# A close call goes to the algorithm with fewer steps: the model is fitted on one idle pair of
-# ranks, and every extra step is one more rendezvous, which costs more than `alpha` as soon as
-# the ranks compete for the CPU. Another algorithm must be predicted this much faster to win.
-CLOSE_CALL = 0.25
-
-
-def steps_of(algorithm, world_size, numel=1 << 20):
-    """The most steps any rank takes in `algorithm` on `world_size` ranks."""
-    return max(len(plan(algorithm, r, world_size, numel)) for r in range(world_size))
-
-
-@functools.lru_cache(maxsize=4096)
-def choose(world_size, nbytes, model):
-    """The algorithm the model predicts fastest for (world_size, nbytes), unless one with
-    fewer steps is predicted within CLOSE_CALL of it: then that one."""
-    times = {a: predict(a, world_size, nbytes, model) for a in ALGORITHMS}
-    best = min(ALGORITHMS, key=times.get)
-    close = [a for a in ALGORITHMS if times[a] <= times[best] * (1 + CLOSE_CALL)]
-    return min(close, key=lambda a: (steps_of(a, world_size), times[a]))
-
-
 # ---- best_all_reduce: fit the model once per process group, then pick by prediction ----
 
 CALIBRATION_SIZES = [1 << k for k in range(10, 25, 2)]     # 1 KiB .. 16 MiB, as lesson 05
@@ -348,26 +190,42 @@ def calibrate(sizes=CALIBRATION_SIZES, reps=5):
     fitted = torch.tensor([*fit, gamma], dtype=torch.float64)
     dist.broadcast(fitted[:2], 0)
     dist.all_reduce(fitted[2:], op=dist.ReduceOp.MAX)
-    set_model(Model(*fitted.tolist()))
+    kept, tracing.TRACER.events = tracing.TRACER.events, []
+    try:
+        set_model(duel(Model(*fitted.tolist()), sizes, reps))
+    finally:
+        tracing.TRACER.events = kept
     return _MODEL["model"]
+
+
+def duel(model, sizes=CALIBRATION_SIZES, reps=5):
+    """`model` with the duel's result: at every size, gloo's own all_reduce against the
+    plan `choose_plan` picks, interleaved on these ranks (the slowest rank's time, the same
+    on every rank). Where gloo's median is not higher, best_all_reduce calls gloo: a model
+    can be wrong, a measurement on this machine less so, and the library is the bar."""
+    p, dueled, library = dist.get_world_size(), [], []
+    for nbytes in sizes:
+        work = torch.zeros(max(1, nbytes // 4))     # zeros: the sums stay zeros
+        pick = choose_plan(p, work.nbytes, model)
+        times = measure.time_on_ranks({
+            LIBRARY: functools.partial(dist.all_reduce, work),
+            pick: functools.partial(run_algorithm, pick, work)}, reps)
+        dueled.append(work.nbytes)
+        if statistics.median(times[LIBRARY]) <= statistics.median(times[pick]):
+            library.append(work.nbytes)
+    return dataclasses.replace(model, ranks=p, dueled=tuple(dueled), library=tuple(library))
 
 
 def best_all_reduce(tensor):
     """SUM over the default group in place, like `dist.all_reduce`; returns `tensor`. Any
-    shape, numel, dtype, world size. Runs the algorithm `choose` predicts fastest under this
-    machine's model (`calibrate` on the first call, or `set_model`): the same on all ranks."""
+    shape, numel, dtype, world size. Runs what `choose` picks under this machine's model
+    (`calibrate` on the first call, or `set_model`), the same on all ranks: the plan the
+    model predicts fastest, or gloo's own all_reduce where the duel measured it faster."""
     flat_view(tensor)                   # refuses a non-contiguous tensor, on any world size
     if dist.get_world_size() == 1:
         return tensor
     model = _MODEL.get("model") or calibrate()
     return run_algorithm(choose(dist.get_world_size(), tensor.nbytes, model), tensor)
-
-
-def run_algorithm(algorithm, tensor):
-    """One of ALGORITHMS on `tensor`, in place, by its cached plan; returns `tensor`."""
-    run_plan(flat_view(tensor), plan(algorithm, dist.get_rank(), dist.get_world_size(),
-                                     tensor.numel()))
-    return tensor
 
 
 # ---- Worker functions for notebook 10 and `python -m labs.bench algorithms` ------------

@@ -165,21 +165,25 @@ def fit_model(world_size=2):
     model = launch(lab.fit_model, world_size)[0]
     print(f"alpha = {model.alpha * 1e6:.0f} us per message, beta = {model.beta / 1e9:.2f} "
           f"GB/s, gamma = {model.gamma * 1e12:.0f} ps per byte added")
+    won = ", ".join(format_size(n) for n in model.library) or "none"
+    print(f"the duel on {model.ranks} ranks, {len(model.dueled)} sizes: gloo's all_reduce "
+          f"not slower than the model's pick at {won}")
     return model
 
 
 def thresholds(world_size, model, smallest=1, largest=1 << 30):
-    """Where the choice changes: [(first size it holds for, algorithm), ...], by bisection."""
-    out, lo = [(smallest, lab.choose(world_size, smallest, model))], smallest
+    """Where the model's choice of plan changes: [(first size it holds for, algorithm),
+    ...], by bisection."""
+    out, lo = [(smallest, lab.choose_plan(world_size, smallest, model))], smallest
     while lo < largest:
         hi = min(lo * 2, largest)
-        if lab.choose(world_size, hi, model) != out[-1][1]:
+        if lab.choose_plan(world_size, hi, model) != out[-1][1]:
             a, b = lo, hi
             while b - a > 1:
                 mid = (a + b) // 2
-                same = lab.choose(world_size, mid, model) == out[-1][1]
+                same = lab.choose_plan(world_size, mid, model) == out[-1][1]
                 a, b = (mid, b) if same else (a, mid)
-            out.append((b, lab.choose(world_size, b, model)))
+            out.append((b, lab.choose_plan(world_size, b, model)))
         lo = hi
     return out
 
@@ -257,7 +261,7 @@ def choice_vs_measured(measured, model):
     for p, by_size in measured.items():
         for nbytes, by_name in by_size.items():
             algos = {a: by_name[a] for a in lab.ALGORITHMS if a in by_name}
-            pick = lab.choose(p, nbytes, model)
+            pick = lab.choose_plan(p, nbytes, model)
             fastest = same_plan(p, min(algos, key=lambda a: statistics.median(algos[a])))
             if fastest == pick:
                 verdict = "the same algorithm"

@@ -129,12 +129,12 @@ def test_best_all_reduce_refuses_a_non_contiguous_tensor():
 
 def choices_worker(rank, world_size, sizes, model):
     """Which plan best_all_reduce runs for each size (run_plan replaced by a recorder)."""
+    import labs.plans
     lab.set_model(model)
-    ran, run_plan = [], lab.run_plan
-    lab.run_plan = lambda flat, steps: ran.append(steps) or run_plan(flat, steps)
-    for nbytes in sizes:
-        lab.best_all_reduce(torch.ones(nbytes // 4))
-    return ran
+    ran, run_plan = [], labs.plans.run_plan
+    labs.plans.run_plan = lambda flat, steps: ran.append(steps) or run_plan(flat, steps)
+    sums = [lab.best_all_reduce(torch.ones(nbytes // 4)).unique().tolist() for nbytes in sizes]
+    return ran, sums
 
 
 def test_best_all_reduce_runs_the_plan_the_model_chooses():
@@ -144,10 +144,26 @@ def test_best_all_reduce_runs_the_plan_the_model_chooses():
     sizes = [1 << 10, 1 << 20]
     assert [lab.choose(4, n, model) for n in sizes] == ["doubling", "halving-doubling"]
     ran = launch(choices_worker, 4, args=(sizes, model), quiet=True)
-    for rank, plans in enumerate(ran):
+    for rank, (plans, sums) in enumerate(ran):
         assert plans == [lab.plan(a, rank, 4, n // 4) for a, n in
                          zip(["doubling", "halving-doubling"], sizes)]
         assert [s.send_to for s in plans[0]] == [rank ^ 1, rank ^ 2]
+        assert sums == [[4.0], [4.0]]
+
+
+def test_where_the_duel_found_gloo_faster_best_all_reduce_calls_gloo():
+    """The duel's result, on the world size it ran on: at the dueled size nearest (log
+    scale) to the tensor's, gloo's all_reduce if it won there, else the model's plan."""
+    model = lab.Model(alpha=1e-3, beta=1e7, ranks=2, dueled=(1 << 10, 1 << 20),
+                      library=(1 << 20,))
+    sizes = [1 << 10, 1 << 14, 1 << 16, 1 << 20, 1 << 24]
+    picks = [lab.choose(2, n, model) for n in sizes]
+    assert picks == ["doubling", "doubling", lab.LIBRARY, lab.LIBRARY, lab.LIBRARY]
+    assert lab.choose(4, 1 << 20, model) == lab.choose_plan(4, 1 << 20, model)
+    for rank, (plans, sums) in enumerate(launch(choices_worker, 2, args=(sizes, model),
+                                                quiet=True)):
+        assert plans == [lab.plan("doubling", rank, 2, n // 4) for n in sizes[:2]]
+        assert sums == [[2.0]] * len(sizes)
 
 
 # ----------------------------------------------------------------------------------------
@@ -251,6 +267,9 @@ def test_calibrate_fits_one_model_for_every_rank_and_keeps_the_trace():
     models = [m for m, _ in results]
     assert models[0] == models[1] == models[2]
     assert models[0].alpha >= 0 and models[0].beta > 0 and models[0].gamma > 0
+    # the duel ran on these 3 ranks at every size; gloo won at some of them (or none)
+    assert models[0].ranks == 3 and models[0].dueled == (1 << 10, 1 << 16, 1 << 20)
+    assert set(models[0].library) <= set(models[0].dueled)
     # the caller's trace survives (ping_pong clears the trace it runs in)
     assert all(kept[0] == "barrier" for _, kept in results)
 
