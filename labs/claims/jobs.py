@@ -109,6 +109,8 @@ def tcp_store_listens_on_every_interface():
     finally:
         del store
     holds = bool(hosts) and all(h in EVERY_INTERFACE for h in hosts)
-    return ClaimResult(holds, f"TCPStore('127.0.0.1', is_master=True) listens on "
-                              f"{' and '.join(hosts) or 'nothing seen'} (every interface: "
-                              f"{holds})")
+    # Which wildcard (:: with IPv6, else 0.0.0.0) depends on the machine: named only if wrong.
+    seen = "a wildcard address (:: or 0.0.0.0)" if holds else \
+        (" and ".join(hosts) or "nothing seen")
+    return ClaimResult(holds, f"TCPStore('127.0.0.1', is_master=True) listens on {seen}, "
+                              f"not only on 127.0.0.1: {holds}")

@@ -15,6 +15,8 @@ import contextlib
 import os
 import threading
 
+from labs.harness.commands.processes import descendants
+
 LISTEN = "0A"                  # the TCP state LISTEN in /proc/net/tcp
 EVERY_INTERFACE = ("0.0.0.0", "::")
 
@@ -43,20 +45,6 @@ def address(hex_address: str) -> str:
 
 def host_of(addr: str) -> str:
     return addr.rsplit(":", 1)[0]
-
-
-def descendants(root: int) -> set[int]:
-    """`root` and every living process below it."""
-    parent = {}
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        with contextlib.suppress(OSError, IndexError):
-            with open(f"/proc/{entry}/stat") as f:
-                parent[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
-    tree, grew = {root}, True
-    while grew:
-        below = {pid for pid, ppid in parent.items() if ppid in tree} - tree
-        tree, grew = tree | below, bool(below)
-    return tree
 
 
 def held_by(pids) -> dict[str, int]:

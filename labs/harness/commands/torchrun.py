@@ -35,6 +35,7 @@ from pathlib import Path
 
 from labs.harness import COURSE_ROOT
 from labs.harness.commands.listeners import ListenerScan
+from labs.harness.commands.processes import parents
 
 ROOT = COURSE_ROOT
 SCRIPTS = ROOT / "labs" / "scripts"
@@ -164,21 +165,9 @@ def _environ(pid: int) -> dict[str, str]:
     return dict(p.split("=", 1) for p in pairs if "=" in p)
 
 
-def _processes() -> dict[int, int]:
-    """pid -> parent pid of every living process (zombies left out), from /proc."""
-    found = {}
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        with contextlib.suppress(OSError, IndexError):
-            with open(f"/proc/{entry}/stat") as f:
-                state, ppid = f.read().rsplit(")", 1)[1].split()[:2]
-            if state != "Z":
-                found[int(entry)] = int(ppid)
-    return found
-
-
 def _marked(token: str) -> list[int]:
     """Living processes whose environment holds MARKER=<token...>."""
-    return sorted(p for p in _processes() if _environ(p).get(MARKER, "").startswith(token))
+    return sorted(p for p in parents() if _environ(p).get(MARKER, "").startswith(token))
 
 
 def leftovers() -> list[str]:
@@ -203,7 +192,7 @@ class _Torchrun:
 
     def rank_pids(self) -> dict[int, int]:
         """rank -> pid of its workers running now (RANK is in their environment)."""
-        children = [pid for pid, ppid in _processes().items() if ppid == self.proc.pid]
+        children = [pid for pid, ppid in parents().items() if ppid == self.proc.pid]
         ranks = {pid: _environ(pid).get("RANK") for pid in children}
         return {int(rank): pid for pid, rank in ranks.items() if rank is not None}
 

@@ -16,11 +16,14 @@ are the solutions' outputs); `make lab` does not, so in JupyterLab you run your 
 (exercise, file, section), which a worker sends back as such (`Failed.unsolved`,
 `WorkerError.unsolved`); the notebooks' fallback and the grade sheet read those fields.
 """
+import ast
 import functools
 import importlib
+import inspect
 import json
 import os
 import sys
+import textwrap
 from dataclasses import asdict, dataclass
 
 from labs.harness import COURSE_ROOT
@@ -132,9 +135,6 @@ def untouched(stub) -> bool:
     """Is `stub`'s body still only its docstring and `raise todo(...)`? Then calling it
     raises ExerciseNotSolved before anything else happens, and a grader need not run the
     reference first (the grade sheet of untouched stubs comes in seconds)."""
-    import ast
-    import inspect
-    import textwrap
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(stub)))
     except (OSError, TypeError, SyntaxError):
