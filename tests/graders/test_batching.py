@@ -41,9 +41,9 @@ def _chunk_len(src, dst, case):
 
 
 def _chunk(src, dst, case, dtype):
-    """What rank `src` sends rank `dst`: its length and values say from whom, for whom."""
-    n = _chunk_len(src, dst, case)
-    return (torch.arange(n) + 1000 * src + 100 * dst + 10 * case).to(dtype)
+    """What rank `src` sends rank `dst`: its length says from whom, for whom; its values are
+    seeded per (src, dst, case), so that no rank can rebuild what it did not receive."""
+    return seeded(src, (_chunk_len(src, dst, case),), dtype, 10_000 + 100 * dst + case)
 
 
 def all_pairs_worker(rank, world_size, impl):

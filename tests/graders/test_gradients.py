@@ -19,7 +19,7 @@ from torch import nn
 
 from labs.gradients import plan_buckets
 from labs.harness.grading import (GradeFailure, call, check_close, check_one_batch,
-                                  check_p2p_only, grade, implementation)
+                                  check_p2p_only, grade, implementation, seeded)
 
 BUCKETS = (1, 100, 10**9)   # a bucket per parameter, a few per bucket, one per dtype
 # Any world size: a body may branch on it, so every one up to 8 is graded.
@@ -125,7 +125,7 @@ def averaging_worker(rank, world_size, impl, name):
     for make, bucket_bytes in cases:
         model = make()
         model.zero_grad(set_to_none=True)
-        x = torch.randn(6, 5, generator=torch.Generator().manual_seed(100 + rank))
+        x = seeded(rank, (6, 5), "float32", 100)       # this rank's batch
         model.loss(x).backward()
         expected = _grads(model)
         for g in (g for g in expected.values() if g is not None):

@@ -17,7 +17,7 @@ import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from labs.harness.grading import (GradeFailure, call, check_close, check_one_batch,
-                                  check_p2p_only, grade, implementation, p2p_ops)
+                                  check_p2p_only, grade, implementation, p2p_ops, seeded)
 
 WHAT = "fixed_average_gradients"
 # An MLP with 4 parameters of different shapes, and a Linear with 2: fewer parameters
@@ -38,9 +38,8 @@ def average_worker(rank, world_size, impl):
         torch.manual_seed(0)
         model = MODELS[name]().to(dtype)
         twin = DDP(copy.deepcopy(model))
-        g = torch.Generator().manual_seed(100 * i + rank)
-        x = torch.randn(8, 4, generator=g, dtype=torch.float64).to(dtype)
-        y = torch.randn(8, 3, generator=g, dtype=torch.float64).to(dtype)
+        x = seeded(rank, (8, 4), "float64", 2 * i).to(dtype)        # this rank's batch
+        y = seeded(rank, (8, 3), "float64", 2 * i + 1).to(dtype)
         for net in (model, twin):
             nn.functional.mse_loss(net(x), y).backward()
         params = [p.detach().clone() for p in model.parameters()]

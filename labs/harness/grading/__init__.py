@@ -18,6 +18,7 @@ lesson's own points (one batch, overlap) from the timeline trace. In order of us
 
     implementation(impl, "ring", "ring_all_reduce")   # in the worker: the body under test
     seeded(rank, shape, dtype, seed)                  # in the worker: this rank's input
+                                                      #   (inputs.py: no body can rebuild it)
     watched(weight)                                   #   a tensor whose products get traced
     call(fn, *args, case="...")                       # in the worker: call it, record a Call
     recording()                                       # in the worker: the calls of a block
@@ -42,7 +43,7 @@ from labs.harness.grading.method import (check_batched, check_messages, check_on
                                          p2p_ops)
 from labs.harness.grading.graded import implementation
 from labs.harness.grading.run import HANG_SECONDS, GradeFailure, fail_if_any, grade
-from labs.harness.ranks.data import seeded
+from labs.harness.grading.inputs import seeded
 
 __all__ = ["WATCHED_LABEL", "Call", "call", "in_case", "recording", "seeded", "watched", "check_close",
            "check_filled", "check_fresh", "non_contiguous_case", "check_returned_input", "check_untouched",

@@ -7,7 +7,7 @@ import torch
 import torch.distributed as dist
 
 from labs.harness.grading.calls import Call, in_case
-from labs.harness.ranks.data import seeded
+from labs.harness.grading.inputs import seeded
 from labs.harness.grading.run import GradeFailure
 
 
