@@ -318,6 +318,10 @@ RIGHT += [
     (test_waiting.test_overlapped_step, 3, "unlisted4:step_pg_overlapped"),
     (test_patterns.test_rotate_kv, 3, OTHER2 + "rotate_with_barrier"),
     (test_collectives.test_p2p_all_gather, 3, OTHER2 + "all_gather_views_of_one_buffer"),
+    (test_ring.test_ring_all_reduce, 3, "styles:ring_parity_blocking"),
+    (test_ring.test_ring_all_reduce, 5, "styles:ring_isend_irecv"),
+    (test_gradients.test_average_gradients_ring, 3, "styles:ring_avg_flatten_dense_utils"),
+    (test_gradients.test_average_gradients_ring, 2, "styles:ring_avg_grads_replaced"),
 ]
 
 # The method on dummy data, the answer by another road (tests/graders/bodies/roads.py).
@@ -335,6 +339,8 @@ WRONG += [
     (test_ring.test_ring_all_reduce, 3, "roads:ring_dummy_then_rebuilt", "is wrong at"),
     (test_ring.test_ring_all_reduce, 2, "roads:ring_dummy_then_rebuilt_from_graders",
      "asked the graders for their inputs"),
+    (test_gradients.test_average_gradients_ring, 2, "styles:ring_avg_then_step",
+     "changed the parameters of `model`"),
 ]
 
 GRADERS = list(dict.fromkeys((grader, arg) for grader, arg, *_ in WRONG + RIGHT))
