@@ -34,7 +34,10 @@ from tests.procs import descendants, read, still_alive
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 ARTIFACTS = ROOT / "test-artifacts" / "learner-run"
-NOTEBOOK_SECONDS = 90.0       # every cell of one notebook; a lesson runs in < 60 s alone
+# A deadline for every cell of one notebook, not a speed test: a hang becomes a failure that
+# names the cell. A lesson runs in < 60 s alone and up to twice that beside the rest of the
+# suite on 2 cores; its time is printed (and in --durations), never asserted under load.
+NOTEBOOK_SECONDS = 180.0
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 pytestmark = pytest.mark.slow
