@@ -195,6 +195,8 @@ def _announce(func, args) -> list[Op]:
     ends the whole job) still leaves the call on its record, as "call" without "post"."""
     found = _classify(func._opname, args)
     ops = found if isinstance(found, list) else [found] if found else []
+    if not ops:
+        return ops
     where, api = caller()
     first = len(_ACTIVE[-1]) if _ACTIVE else 0
     for i, op in enumerate(ops):
