@@ -7,16 +7,20 @@ import torch.distributed as dist
 from labs.ring import chunk_bounds
 
 
-def ring_parity_blocking(tensor):
-    """The ring with blocking send/recv, even ranks send first (no batch)."""
+def _ring(tensor):
+    """(flat view, rank, world size, chunk bounds, next rank, previous rank)."""
     if not tensor.is_contiguous():
         raise ValueError("contiguous tensor needed")
     flat = tensor.view(-1)
     rank, n = dist.get_rank(), dist.get_world_size()
+    return flat, rank, n, chunk_bounds(flat.numel(), n), (rank + 1) % n, (rank - 1) % n
+
+
+def ring_parity_blocking(tensor):
+    """The ring with blocking send/recv, even ranks send first (no batch)."""
+    flat, rank, n, b, nxt, prev = _ring(tensor)
     if n == 1:
         return tensor
-    b = chunk_bounds(flat.numel(), n)
-    nxt, prev = (rank + 1) % n, (rank - 1) % n
     buf = torch.empty(b[0][1] - b[0][0], dtype=flat.dtype)
 
     def exchange(out, into):
@@ -44,14 +48,9 @@ def ring_parity_blocking(tensor):
 
 def ring_isend_irecv(tensor):
     """The ring with isend/irecv pairs, recv posted first, both waited."""
-    if not tensor.is_contiguous():
-        raise ValueError("contiguous tensor needed")
-    flat = tensor.view(-1)
-    rank, n = dist.get_rank(), dist.get_world_size()
+    flat, rank, n, b, nxt, prev = _ring(tensor)
     if n == 1:
         return tensor
-    b = chunk_bounds(flat.numel(), n)
-    nxt, prev = (rank + 1) % n, (rank - 1) % n
     for phase in range(2):
         for step in range(n - 1):
             s0, s1 = b[(rank - step - 1 + phase) % n]
