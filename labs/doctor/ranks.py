@@ -87,7 +87,7 @@ class RankRun:
 
     def blocked(self) -> Call | None:
         """The call this rank sat in when the run ended: a wait that never returned (or
-        raised), or a call that raised."""
+        raised), a call that raised, or a call the rank was stopped inside."""
         for c in reversed(self.calls):
             if c.raised or not c.returned or c.wait_failed or (c.waits and not c.waited):
                 return c
@@ -120,7 +120,9 @@ def _apply(run: RankRun, calls: dict, e: Event) -> None:
         announced = calls.pop(e.seq, None)
         if announced is not None and not announced.returned:   # its "call": now it is over
             call.t_post = announced.t_post
-            run.calls[run.calls.index(announced)] = call
+            # by identity, from the end: the call announced is almost always the last one
+            at = next(i for i in range(len(run.calls) - 1, -1, -1) if run.calls[i] is announced)
+            run.calls[at] = call
         else:
             run.calls.append(call)
         if not call.raised:
