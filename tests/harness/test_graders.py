@@ -343,6 +343,21 @@ WRONG += [
      "changed the parameters of `model`"),
 ]
 
+# The course's own code communicating for the body: the reference, or lesson 10's engine.
+BORROWED = "the course's own code"
+WRONG += [
+    (test_ring.test_ring_all_reduce, 3, "borrowed:ring_calls_the_reference", BORROWED),
+    (test_ring.test_ring_all_reduce, 4, "borrowed:ring_calls_the_engine", BORROWED),
+    (test_algorithms.test_recursive_doubling_all_reduce, 4,
+     "borrowed:doubling_calls_the_engine", BORROWED),
+    (test_algorithms.test_halving_doubling_all_reduce, 5, "borrowed:halving_calls_the_engine",
+     BORROWED),
+    (test_collectives.test_p2p_all_gather, 3, "borrowed:all_gather_calls_the_reference",
+     BORROWED),
+    (test_gradients.test_average_gradients_ring, 2, "borrowed:ring_avg_calls_the_reference",
+     BORROWED),
+]
+
 GRADERS = list(dict.fromkeys((grader, arg) for grader, arg, *_ in WRONG + RIGHT))
 
 
@@ -456,3 +471,20 @@ def test_checked_exchange_accepts_any_wording_that_names_both_sides(message, fra
     assert all(named) == (fragment is None)
 
 
+
+
+def test_your_labs_may_not_send_through_solutions_tests_or_the_engine():
+    """Graded in labs/, no op may come from solutions/ or tests/ (the bodies here stand for
+    a learner's code, so they may use copies of the references) or lesson 10's engine."""
+    import os
+
+    from labs.harness import COURSE_ROOT
+    from labs.harness.grading.graded import _not_yours
+    from solutions.ring import ring_all_reduce
+    codes, prefixes = _not_yours("labs", ring_all_reduce)
+    assert ring_all_reduce.__code__ in codes
+    for folder in ("solutions", "tests", os.path.join("labs", "views")):
+        assert os.path.join(COURSE_ROOT, folder) + os.sep in prefixes
+    assert os.path.join(COURSE_ROOT, "labs", "plans.py") in prefixes
+    assert not any(p.startswith(os.path.join(COURSE_ROOT, "tests"))
+                   for p in _not_yours("tests.graders.bodies.ring", ring_all_reduce)[1])

@@ -8,6 +8,8 @@ every call, in the worker, by one piece of code rather than by each grader.
   3. raises GradeFailure, on this rank, if
        * it moved data outside the process group (channels: a store, a file, a socket);
        * it communicated differently from the reference (compare.differences);
+       * it communicated through the reference or another of the course's implementations
+         (solutions/, the engine of lesson 10) instead of its own code;
        * it returned with a request nobody waited for, or wrote a buffer in flight;
        * it wrote an argument the contract does not let it write;
        * its result shares memory with an argument (where the contract wants new tensors);
@@ -18,17 +20,19 @@ from __future__ import annotations
 import copy
 import importlib
 import inspect
+import os
 from dataclasses import replace
 
 import torch
 import torch.distributed as dist
 
+from labs.harness import COURSE_ROOT
 from labs.harness.ranks import tracing
 from labs.harness.ranks.exercises import untouched
 from labs.harness.grading.channels import SideChannel, closed_roads
 from labs.harness.grading.compare import Method, differences
 from labs.harness.grading.methods import METHODS
-from labs.harness.grading.record import install, outstanding, record
+from labs.harness.grading.record import forbidding, install, outstanding, record
 from labs.harness.grading.run import GradeFailure
 
 
@@ -52,7 +56,22 @@ def implementation(impl: str, module: str, name: str):
     if method is None or (impl == "labs" and untouched(body)):
         return body            # a stub you have not touched raises ExerciseNotSolved at once
     reference = getattr(importlib.import_module(f"solutions.{module}"), name)
-    return GradedBody(name, body, reference, method)
+    return GradedBody(name, body, reference, method, borrowing=_not_yours(impl, reference))
+
+
+# The course's own implementations of the lessons' methods (lesson 10's engine, the views,
+# benchmarks, claims and scripts): a body that sends through them did not write the method.
+ENGINE = ("labs/plans.py", "labs/views/", "labs/bench/", "labs/claims/", "labs/scripts/")
+
+
+def _not_yours(impl: str, reference):
+    """(code objects, path prefixes) a body may not communicate through: the reference
+    and its file, the engine, and for your labs/ all of solutions/ and tests/."""
+    folders = ENGINE + (("solutions/", "tests/") if impl == "labs" else ())
+    prefixes = [os.path.join(COURSE_ROOT, *f.rstrip("/").split("/")) + (os.sep if f.endswith("/") else "")
+                for f in folders]
+    prefixes.append(os.path.abspath(inspect.getsourcefile(reference)))
+    return {inspect.unwrap(reference).__code__}, prefixes
 
 
 def _copy(x, shift=0):
@@ -119,8 +138,9 @@ def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
 class GradedBody:
     """`name`'s body under test, with its reference and its declared `Method`."""
 
-    def __init__(self, name: str, body, reference, method: Method):
+    def __init__(self, name: str, body, reference, method: Method, borrowing=((), ())):
         self.name, self.body, self.reference, self.method = name, body, reference, method
+        self.borrowing = borrowing       # (codes, prefixes) the body may not send through
         self.__name__ = getattr(body, "__name__", name)
         self.__wrapped__ = body          # inspect.signature sees the body's parameters
         self._earlier: list = []         # (result, its values when returned) of earlier calls
@@ -133,7 +153,7 @@ class GradedBody:
         expected, refused = self._reference_ops(args, kwargs)
         with torch._C.DisableTorchFunctionSubclass():
             before = [_snapshot(a) for a in args]
-        with record() as ops, closed_roads() as roads:
+        with record() as ops, closed_roads() as roads, forbidding(*self.borrowing):
             try:
                 result = self.body(*args, **kwargs)
             except Exception as exc:
@@ -234,6 +254,11 @@ class GradedBody:
                      if i in method.writes and isinstance(a, torch.nn.Module)
                      and not _unchanged(a, b)]
         problems += self._result_problems(result, args, rank)
+        borrowed = next((op for op in ops if op.borrowed), None)
+        if borrowed is not None:
+            problems.append(f"rank {rank} communicated through {borrowed.borrowed}, the course's "
+                            f"own code ({borrowed.describe()}): the grade is for the method you "
+                            f"write, not for calling the reference or the course's implementation")
         return problems
 
     def _result_problems(self, result, args, rank) -> list[str]:

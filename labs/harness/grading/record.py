@@ -74,6 +74,7 @@ class Op:
     work_id: int | None = None    # id() of the Work it handed back, if any
     where: str = ""               # file:line of the code that made the call
     api: str = ""                 # the torch function it called: "isend", "batch_isend_irecv"
+    borrowed: str = ""            # file:line (function) of forbidden code it came through
 
     def describe(self) -> str:
         size = f"{self.numel} x {self.dtype}"
@@ -117,6 +118,37 @@ def caller() -> tuple[str, str]:
             api = frame.f_code.co_name
         frame = frame.f_back
     return "", api
+
+
+# Code a graded body must not communicate through (graded.py sets it while the body runs):
+# the exercise's reference, and the course's own implementations of the lessons' methods.
+_FORBIDDEN: list = []                 # (code objects, path prefixes), innermost last
+
+
+@contextlib.contextmanager
+def forbidding(codes, prefixes):
+    """`with forbidding(codes, prefixes):` every op records, in `borrowed`, the first frame
+    of its call stack that runs one of `codes` or a file under one of `prefixes`."""
+    _FORBIDDEN.append((tuple(codes), tuple(prefixes)))
+    try:
+        yield
+    finally:
+        _FORBIDDEN.pop()
+
+
+def _borrowed() -> str:
+    if not _FORBIDDEN:
+        return ""
+    codes, prefixes = _FORBIDDEN[-1]
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        # by identity: code objects compare equal across files (their file is not compared)
+        if any(code is c for c in codes) or code.co_filename.startswith(prefixes):
+            path = os.path.relpath(code.co_filename, os.path.dirname(_LABS))
+            return f"{path}:{frame.f_lineno} ({code.co_name})"
+        frame = frame.f_back
+    return ""
 
 
 def _notify(event: str, op: Op, **info) -> None:
@@ -232,10 +264,11 @@ class _Recorder(TorchDispatchMode):
         if found is None:
             return out
         where, api = caller()
+        borrowed = _borrowed()
         # While graded: no course wrapper saw this call, so the record puts it on the trace.
         untraced = bool(_ACTIVE) and not tracing.TRACER._depth()
         for op in found if isinstance(found, list) else [found]:
-            op.where, op.api = where, api
+            op.where, op.api, op.borrowed = where, api, borrowed
             for ops in _ACTIVE:
                 op.seq = len(ops)
                 ops.append(op)

@@ -6,8 +6,10 @@ import torch
 import torch.distributed as dist
 
 from labs.algorithms import flat_view, fold_in, fold_out, power_of_two_below, scratch
-from solutions.algorithms import recursive_doubling_all_reduce as right_doubling
-from solutions.ring import ring_all_reduce
+from tests.graders.bodies import copies
+
+right_doubling = copies.algorithms.recursive_doubling_all_reduce
+ring_all_reduce = copies.ring.ring_all_reduce
 
 
 # ---- tree_broadcast ----------------------------------------------------------------------

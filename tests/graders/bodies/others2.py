@@ -2,7 +2,9 @@
 import torch
 import torch.distributed as dist
 
-from solutions.algorithms import halving_doubling_all_reduce as reference_halving
+from tests.graders.bodies import copies
+
+reference_halving = copies.algorithms.halving_doubling_all_reduce
 
 
 def _ring():

@@ -4,8 +4,10 @@ import time
 import torch
 import torch.distributed as dist
 
-from solutions.p2p import pass_token as reference_pass_token
-from solutions.p2p import ping_pong as reference_ping_pong
+from tests.graders.bodies import copies
+
+reference_pass_token = copies.p2p.pass_token
+reference_ping_pong = copies.p2p.ping_pong
 
 
 def ping_pong_local(tensor, rounds):

@@ -16,10 +16,12 @@ import torch.distributed as dist
 import torch.distributed._functional_collectives as fc
 
 from labs.ring import chunk_bounds
-from solutions.collectives import p2p_all_gather as reference_all_gather
-from solutions.ring import ring_all_reduce as reference_ring
-from solutions.ring import ring_reduce_scatter as reference_reduce_scatter
-from solutions.waiting import safe_ring_shift as reference_shift
+from tests.graders.bodies import copies
+
+reference_all_gather = copies.collectives.p2p_all_gather
+reference_ring = copies.ring.ring_all_reduce
+reference_reduce_scatter = copies.ring.ring_reduce_scatter
+reference_shift = copies.waiting.safe_ring_shift
 
 
 def _pg():

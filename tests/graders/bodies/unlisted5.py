@@ -4,8 +4,10 @@ exchange, snippet 3 and the tree)."""
 import torch
 import torch.distributed as dist
 
-from solutions.ring import pipelined_ring_all_reduce as reference_pipelined
-from solutions.ring import ring_all_reduce as reference_ring
+from tests.graders.bodies import copies
+
+reference_pipelined = copies.ring.pipelined_ring_all_reduce
+reference_ring = copies.ring.ring_all_reduce
 
 
 def _ring():

@@ -4,12 +4,14 @@ size is graded up to 8 ranks."""
 import torch
 import torch.distributed as dist
 
-from solutions.collectives import p2p_all_to_all as reference_all_to_all
-from solutions.deadlocks import exchange_batched as reference_exchange
-from solutions.gradients import average_gradients_ring as reference_ring_avg
-from solutions.patterns import rotate_kv as reference_rotate
-from solutions.waiting import overlapped_step as reference_step
-from solutions.waiting import safe_ring_shift as reference_shift
+from tests.graders.bodies import copies
+
+reference_all_to_all = copies.collectives.p2p_all_to_all
+reference_exchange = copies.deadlocks.exchange_batched
+reference_ring_avg = copies.gradients.average_gradients_ring
+reference_rotate = copies.patterns.rotate_kv
+reference_step = copies.waiting.overlapped_step
+reference_shift = copies.waiting.safe_ring_shift
 
 
 def _large():
@@ -71,14 +73,14 @@ def rotate_waits_beyond_4(k, v):
 
 def neighbours_one_tensor_twice(tensor):
     """With 2 ranks left and right are the same rank: it returns one buffer twice."""
-    from solutions.batching import exchange_with_neighbours
+    exchange_with_neighbours = copies.batching.exchange_with_neighbours
     left, right = exchange_with_neighbours(tensor)
     return (left, left) if dist.get_world_size() == 2 else (left, right)
 
 
 def neighbours_one_copy_twice_at_one_rank(tensor):
     """With one rank both neighbours are itself: one copy, returned as both."""
-    from solutions.batching import exchange_with_neighbours
+    exchange_with_neighbours = copies.batching.exchange_with_neighbours
     if dist.get_world_size() == 1:
         copy = tensor.clone()
         return copy, copy
