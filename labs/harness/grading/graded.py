@@ -30,6 +30,7 @@ from labs.harness import COURSE_ROOT
 from labs.harness.ranks import tracing
 from labs.harness.ranks.exercises import untouched
 from labs.harness.grading.channels import SideChannel, closed_roads
+from labs.harness.grading import lessons
 from labs.harness.grading.compare import Method, differences
 from labs.harness.grading.methods import METHODS
 from labs.harness.grading.record import forbidding, install, outstanding, record
@@ -66,12 +67,13 @@ ENGINE = ("labs/plans.py", "labs/views/", "labs/bench/", "labs/claims/", "labs/s
 
 def _not_yours(impl: str, reference):
     """(code objects, path prefixes) a body may not communicate through: the reference
-    and its file, the engine, and for your labs/ all of solutions/ and tests/."""
+    and its file, the lessons' own demonstrations (labs.harness.grading.lessons), the
+    engine, and for your labs/ all of solutions/ and tests/."""
     folders = ENGINE + (("solutions/", "tests/") if impl == "labs" else ())
     prefixes = [os.path.join(COURSE_ROOT, *f.rstrip("/").split("/")) + (os.sep if f.endswith("/") else "")
                 for f in folders]
     prefixes.append(os.path.abspath(inspect.getsourcefile(reference)))
-    return {inspect.unwrap(reference).__code__}, prefixes
+    return [inspect.unwrap(reference).__code__, *lessons.codes()], prefixes
 
 
 def _copy(x, shift=0):

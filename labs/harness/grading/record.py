@@ -128,8 +128,10 @@ _FORBIDDEN: list = []                 # (code objects, path prefixes), innermost
 @contextlib.contextmanager
 def forbidding(codes, prefixes):
     """`with forbidding(codes, prefixes):` every op records, in `borrowed`, the first frame
-    of its call stack that runs one of `codes` or a file under one of `prefixes`."""
-    _FORBIDDEN.append((tuple(codes), tuple(prefixes)))
+    of its call stack, below the frame that opened this block, that runs one of `codes` or
+    a file under one of `prefixes` (above it: the grader, which may call the body from the
+    course's own driver, e.g. lesson 09's 1F1B step)."""
+    _FORBIDDEN.append((tuple(codes), tuple(prefixes), sys._getframe(2)))
     try:
         yield
     finally:
@@ -139,9 +141,9 @@ def forbidding(codes, prefixes):
 def _borrowed() -> str:
     if not _FORBIDDEN:
         return ""
-    codes, prefixes = _FORBIDDEN[-1]
+    codes, prefixes, opener = _FORBIDDEN[-1]
     frame = sys._getframe(1)
-    while frame is not None:
+    while frame is not None and frame is not opener:
         code = frame.f_code
         # by identity: code objects compare equal across files (their file is not compared)
         if any(code is c for c in codes) or code.co_filename.startswith(prefixes):

@@ -30,3 +30,10 @@ def all_gather_calls_the_reference(tensor):
 
 def ring_avg_calls_the_reference(model):
     gradients.average_gradients_ring(model)
+
+
+def shift_calls_the_lesson(tensor):
+    """Lesson 07's own ring shift, a demonstration in labs/collectives.py."""
+    from labs.collectives import ring_shift
+    return ring_shift(tensor)
+
