@@ -53,4 +53,32 @@ def pytest_addoption(parser):
                           "grader again while nothing it depends on has changed")
     parser.addoption("--lesson", default="", metavar="NN",
                      help="with --impl=labs: grade one lesson's exercises, show every problem")
+    parser.addoption("--world-sizes", default="", metavar="LIST",
+                     help="run each grader only at these world sizes (e.g. 1,3), or 'ends': "
+                          "its smallest and largest; for the tests of the grading loop itself")
+
+
+def pytest_collection_modifyitems(config, items):
+    """--world-sizes: keep, of each grader in tests/graders/, the world sizes asked for."""
+    wanted = config.getoption("--world-sizes")
+    if not wanted:
+        return
+    sizes = {}                           # grader function -> its world sizes
+    for item in items:
+        size = getattr(item, "callspec", None) and item.callspec.params.get("world_size")
+        if size is not None and "tests/graders/" in item.nodeid:
+            sizes.setdefault(item.nodeid.split("[")[0], []).append(size)
+    keep, drop = [], []
+    for item in items:
+        size = getattr(item, "callspec", None) and item.callspec.params.get("world_size")
+        if size is None or "tests/graders/" not in item.nodeid:
+            keep.append(item)
+            continue
+        mine = sizes[item.nodeid.split("[")[0]]
+        chosen = {min(mine), max(mine)} if wanted == "ends" else \
+            {int(n) for n in wanted.split(",")}
+        (keep if size in chosen else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 

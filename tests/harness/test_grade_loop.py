@@ -26,7 +26,6 @@ from labs.harness.grading.run import (GradeFailure, distinct_problems, fail_if_a
 from labs.harness.grading.sheet import Graded, grade_sheet
 from labs.harness.launch.unsolved import unsolved_exercise
 from tests.course import ROOT
-from tests.graders import test_gradients, test_ring
 
 G = "tests/graders/"
 RING = [("05", "ring", "ring_reduce_scatter"), ("05", "ring", "ring_all_reduce"),
@@ -277,11 +276,16 @@ def _solve(course: Path, module: str, names: list[str]):
     lab_path.write_text("\n".join(lab) + "\n")
 
 
+# The loop is the same at any world size: graded here at two (make check grades all eight).
+SIZES = (1, 3)
+
+
 def _check(course: Path, grades: Path, *args) -> subprocess.CompletedProcess:
     """make check's pytest command, on the copy."""
     env = dict(os.environ, P2P_COURSE_SOLUTIONS="0")
     return subprocess.run([sys.executable, "-m", "pytest", "tests/graders", "--impl=labs",
                            f"--remember={grades}", "-qq", "--tb=no", "-rN", "-p", "no:xdist",
+                           f"--world-sizes={','.join(map(str, SIZES))}",
                            "--continue-on-collection-errors", "-o", "console_output_style=classic",
                            "-p", "no:nbval", "-o", "addopts=-p no:cacheprovider", *args],
                           cwd=course, env=env, capture_output=True, text=True, timeout=600)
@@ -320,6 +324,18 @@ def test_make_check_grades_what_changed_and_remembers_the_rest(tmp_path, no_left
     ring.write_text(ring.read_text().replace("def ring_all_reduce(tensor):",
                                              "def ring_all_reduce(tensor):  # edited", 1))
     fourth = _check(course, grades)
-    # ring_all_reduce and average_gradients_ring, each at every world size
-    runs = len(test_ring.WORLD_SIZES) + len(test_gradients.WORLD_SIZES)
+    # ring_all_reduce and average_gradients_ring, each at every world size graded here
+    runs = 2 * len(SIZES)
     assert f"{runs} grader run(s) to do" in fourth.stdout, fourth.stdout
+
+    # a body that calls the reference solution is no solution: the sheet says whose code sent
+    ring.write_text(ring.read_text().replace(
+        "def pipelined_ring_all_reduce(tensor, segment_bytes=4 << 20):",
+        "def pipelined_ring_all_reduce(tensor, segment_bytes=4 << 20):\n"
+        "    from solutions.ring import pipelined_ring_all_reduce as theirs\n"
+        "    return theirs(tensor, segment_bytes)\n\n\n"
+        "def _was_pipelined_ring_all_reduce(tensor, segment_bytes=4 << 20):", 1))
+    fifth = _check(course, grades, "--lesson=05")
+    assert re.search(r"FAILING\s+pipelined_ring_all_reduce .*communicated through "
+                     r"solutions/ring\.py:\d+ \(\w+\), the course's own code", fifth.stdout), \
+        fifth.stdout

@@ -484,8 +484,12 @@ def test_your_labs_may_not_send_through_solutions_tests_or_the_engine():
     from solutions.ring import ring_all_reduce
     codes, prefixes = _not_yours("labs", ring_all_reduce)
     assert any(code is ring_all_reduce.__code__ for code in codes)
-    for folder in ("solutions", "tests", os.path.join("labs", "views")):
+    for folder in ("solutions", os.path.join("tests", "graders", "bodies"),
+                   os.path.join("tests", "harness"), os.path.join("labs", "views")):
         assert os.path.join(COURSE_ROOT, folder) + os.sep in prefixes
+    # the graders may wrap what a body calls (to count a learner's ring_all_reduce calls)
+    assert not any(os.path.join(COURSE_ROOT, "tests", "graders", "test_ring.py").startswith(p)
+                   for p in prefixes)
     assert os.path.join(COURSE_ROOT, "labs", "plans.py") in prefixes
     assert not any(p.startswith(os.path.join(COURSE_ROOT, "tests"))
                    for p in _not_yours("tests.graders.bodies.ring", ring_all_reduce)[1])

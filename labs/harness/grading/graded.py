@@ -69,8 +69,14 @@ ENGINE = ("labs/plans.py", "labs/views/", "labs/bench/", "labs/claims/", "labs/s
 def _not_yours(impl: str, reference):
     """(code objects, path prefixes) a body may not communicate through: the reference
     and its file, the lessons' own demonstrations (labs.harness.grading.lessons), the
-    engine, and for your labs/ all of solutions/ and tests/."""
-    folders = ENGINE + (("solutions/", "tests/") if impl == "labs" else ())
+    engine, and for your labs/ all of solutions/ and tests/ (but the graders themselves,
+    tests/graders/test_*.py, which may wrap what a body calls to count it)."""
+    folders = list(ENGINE)
+    if impl == "labs":
+        tests = os.path.join(COURSE_ROOT, "tests")
+        folders += ["solutions/", "tests/graders/bodies/"] + [
+            f"tests/{entry}" + ("/" if os.path.isdir(os.path.join(tests, entry)) else "")
+            for entry in sorted(os.listdir(tests)) if entry != "graders"]
     prefixes = [os.path.join(COURSE_ROOT, *f.rstrip("/").split("/")) + (os.sep if f.endswith("/") else "")
                 for f in folders]
     prefixes.append(os.path.abspath(inspect.getsourcefile(reference)))
