@@ -144,9 +144,11 @@ def ring_reduce_scatter(tensor):
         ranks. Other chunks hold partial sums (unspecified).
       * Returns the view `tensor.view(-1)[start:stop]` of chunk `rank`.
       * world_size == 1: nothing to do (you cannot send to yourself on gloo).
-      * The method (the grader reads it from the trace): point-to-point only, p-1 messages
-        per rank, each one chunk (at most ceil(numel / p) elements) in the tensor's own
-        dtype: partial sums travel and are added in that dtype, as gloo's do.
+      * The method (the grader reads it from the trace): point-to-point only, around the
+        ring r -> r + 1 (rank r sends only to (r + 1) % p and receives only from
+        (r - 1) % p), p-1 messages per rank, each one chunk (at most ceil(numel / p)
+        elements) in the tensor's own dtype: partial sums travel and are added in that
+        dtype, as gloo's do.
 
     Hint: p-1 steps. At step s, rank r sends chunk (r - s - 1) % p to r + 1 and receives
     chunk (r - s - 2) % p from r - 1 with ONE
@@ -171,8 +173,10 @@ def ring_all_reduce(tensor):
         tensor's own dtype, as gloo does, so bfloat16 rounds at every step (the grader
         allows for that); never reduce a float32 copy of a bfloat16 tensor (twice the bytes).
       * The method (the grader reads it from the trace): point-to-point only, no
-        collective; 2(p-1) messages per rank, each one chunk (at most ceil(numel / p)
-        elements): 2(p-1)/p of the tensor per rank, not the whole tensor p-1 times.
+        collective, around the ring r -> r + 1 (rank r sends only to (r + 1) % p and
+        receives only from (r - 1) % p); 2(p-1) messages per rank, each one chunk (at most
+        ceil(numel / p) elements): 2(p-1)/p of the tensor per rank, not the whole tensor
+        p-1 times.
 
     Hint: call your `ring_reduce_scatter(tensor)` (rank r now owns the sum of chunk r),
     then all-gather: p-1 steps where rank r sends chunk (r - s) % p to r + 1 and receives

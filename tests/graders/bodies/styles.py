@@ -67,6 +67,28 @@ def ring_isend_irecv(tensor):
     return tensor
 
 
+def ring_counter_clockwise(tensor):
+    """A correct sum around the ring the other way (r sends to r - 1): outside the contract,
+    which fixes the route r -> r + 1 that the lesson teaches and the grader reads."""
+    flat, rank, n, b, nxt, prev = _ring(tensor)
+    if n == 1:
+        return tensor
+    for phase in range(2):
+        for step in range(n - 1):
+            s0, s1 = b[(rank + step + 1 - phase) % n]
+            r0, r1 = b[(rank + step + 2 - phase) % n]
+            inc = torch.empty(r1 - r0, dtype=flat.dtype)
+            ops = [dist.P2POp(dist.isend, flat[s0:s1].clone(), prev),
+                   dist.P2POp(dist.irecv, inc, nxt)]
+            for work in dist.batch_isend_irecv(ops):
+                work.wait()
+            if phase == 0:
+                flat[r0:r1].add_(inc)
+            else:
+                flat[r0:r1].copy_(inc)
+    return tensor
+
+
 def ring_avg_flatten_dense_utils(model):
     """torch's own flatten/unflatten helpers, dtypes in order of first appearance."""
     from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
