@@ -58,27 +58,32 @@ def pytest_addoption(parser):
                           "its smallest and largest; for the tests of the grading loop itself")
 
 
+def _grader_world_size(item):
+    """(grader, world size) of a test in tests/graders/ run at one world size, else None."""
+    size = item.callspec.params.get("world_size") if hasattr(item, "callspec") else None
+    if size is None or "tests/graders/" not in item.nodeid:
+        return None
+    return item.nodeid.split("[")[0], size
+
+
 def pytest_collection_modifyitems(config, items):
     """--world-sizes: keep, of each grader in tests/graders/, the world sizes asked for."""
     wanted = config.getoption("--world-sizes")
     if not wanted:
         return
-    sizes = {}                           # grader function -> its world sizes
-    for item in items:
-        size = getattr(item, "callspec", None) and item.callspec.params.get("world_size")
-        if size is not None and "tests/graders/" in item.nodeid:
-            sizes.setdefault(item.nodeid.split("[")[0], []).append(size)
+    sizes = {}                           # grader -> its world sizes
+    for graded in filter(None, map(_grader_world_size, items)):
+        sizes.setdefault(graded[0], []).append(graded[1])
     keep, drop = [], []
     for item in items:
-        size = getattr(item, "callspec", None) and item.callspec.params.get("world_size")
-        if size is None or "tests/graders/" not in item.nodeid:
+        graded = _grader_world_size(item)
+        if graded is None:
             keep.append(item)
             continue
-        mine = sizes[item.nodeid.split("[")[0]]
-        chosen = {min(mine), max(mine)} if wanted == "ends" else \
+        grader, size = graded
+        chosen = {min(sizes[grader]), max(sizes[grader])} if wanted == "ends" else \
             {int(n) for n in wanted.split(",")}
         (keep if size in chosen else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
-

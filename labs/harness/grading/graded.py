@@ -8,8 +8,8 @@ every call, in the worker, by one piece of code rather than by each grader.
   3. raises GradeFailure, on this rank, if
        * it moved data outside the process group (channels: a store, a file, a socket);
        * it communicated differently from the reference (compare.differences);
-       * it communicated through the reference or another of the course's implementations
-         (solutions/, the engine of lesson 10) instead of its own code;
+       * it communicated through the course's own code instead of its own: the reference,
+         the lessons' demonstrations, lesson 10's engine (`_not_yours`);
        * it returned with a request nobody waited for, or wrote a buffer in flight;
        * it wrote an argument the contract does not let it write;
        * its result shares memory with an argument (where the contract wants new tensors);
@@ -21,6 +21,7 @@ import copy
 import importlib
 import inspect
 import os
+import sys
 from dataclasses import replace
 
 import torch
@@ -29,8 +30,8 @@ import torch.distributed as dist
 from labs.harness import COURSE_ROOT
 from labs.harness.ranks import tracing
 from labs.harness.ranks.exercises import untouched
-from labs.harness.grading.channels import SideChannel, closed_roads
 from labs.harness.grading import lessons
+from labs.harness.grading.channels import SideChannel, closed_roads
 from labs.harness.grading.compare import Method, differences
 from labs.harness.grading.methods import METHODS
 from labs.harness.grading.record import forbidding, install, outstanding, record
@@ -61,9 +62,15 @@ def implementation(impl: str, module: str, name: str):
     return GradedBody(name, body, reference, method, borrowing)
 
 
+def _under(*parts: str) -> str:
+    """The prefix of every path inside the course folder `parts`."""
+    return str(COURSE_ROOT.joinpath(*parts)) + os.sep
+
+
 # The course's own implementations of the lessons' methods (lesson 10's engine, the views,
 # benchmarks, claims and scripts): a body that sends through them did not write the method.
-ENGINE = ("labs/plans.py", "labs/views/", "labs/bench/", "labs/claims/", "labs/scripts/")
+ENGINE = (str(COURSE_ROOT / "labs" / "plans.py"), _under("labs", "views"),
+          _under("labs", "bench"), _under("labs", "claims"), _under("labs", "scripts"))
 
 
 def _not_yours(impl: str, reference):
@@ -71,15 +78,11 @@ def _not_yours(impl: str, reference):
     and its file, the lessons' own demonstrations (labs.harness.grading.lessons), the
     engine, and for your labs/ all of solutions/ and tests/ (but the graders themselves,
     tests/graders/test_*.py, which may wrap what a body calls to count it)."""
-    folders = list(ENGINE)
+    prefixes = [*ENGINE, os.path.abspath(inspect.getsourcefile(reference))]
     if impl == "labs":
-        tests = os.path.join(COURSE_ROOT, "tests")
-        folders += ["solutions/", "tests/graders/bodies/"] + [
-            f"tests/{entry}" + ("/" if os.path.isdir(os.path.join(tests, entry)) else "")
-            for entry in sorted(os.listdir(tests)) if entry != "graders"]
-    prefixes = [os.path.join(COURSE_ROOT, *f.rstrip("/").split("/")) + (os.sep if f.endswith("/") else "")
-                for f in folders]
-    prefixes.append(os.path.abspath(inspect.getsourcefile(reference)))
+        prefixes += [_under("solutions"), _under("tests", "graders", "bodies")]
+        prefixes += [_under("tests", p.name) if p.is_dir() else str(p)
+                     for p in sorted((COURSE_ROOT / "tests").iterdir()) if p.name != "graders"]
     return [inspect.unwrap(reference).__code__, *lessons.codes()], prefixes
 
 
@@ -162,7 +165,8 @@ class GradedBody:
         expected, refused = self._reference_ops(args, kwargs)
         with torch._C.DisableTorchFunctionSubclass():
             before = [_snapshot(a) for a in args]
-        with record() as ops, closed_roads() as roads, forbidding(*self.borrowing):
+        with record() as ops, closed_roads() as roads, \
+                forbidding(*self.borrowing, below=sys._getframe()):
             try:
                 result = self.body(*args, **kwargs)
             except Exception as exc:

@@ -126,12 +126,12 @@ _FORBIDDEN: list = []                 # (code objects, path prefixes), innermost
 
 
 @contextlib.contextmanager
-def forbidding(codes, prefixes):
-    """`with forbidding(codes, prefixes):` every op records, in `borrowed`, the first frame
-    of its call stack, below the frame that opened this block, that runs one of `codes` or
-    a file under one of `prefixes` (above it: the grader, which may call the body from the
-    course's own driver, e.g. lesson 09's 1F1B step)."""
-    _FORBIDDEN.append((tuple(codes), tuple(prefixes), sys._getframe(2)))
+def forbidding(codes, prefixes, below):
+    """`with forbidding(codes, prefixes, below=frame):` every op records, in `borrowed`, the
+    first frame of its call stack under `below` (the frame that calls the body) that runs one
+    of `codes` or a file under one of `prefixes`. Frames from `below` up are the grader's,
+    which may call the body from the course's own driver (lesson 09's 1F1B step)."""
+    _FORBIDDEN.append((tuple(codes), tuple(prefixes), below))
     try:
         yield
     finally:
@@ -141,9 +141,9 @@ def forbidding(codes, prefixes):
 def _borrowed() -> str:
     if not _FORBIDDEN:
         return ""
-    codes, prefixes, opener = _FORBIDDEN[-1]
+    codes, prefixes, below = _FORBIDDEN[-1]
     frame = sys._getframe(1)
-    while frame is not None and frame is not opener:
+    while frame is not None and frame is not below:
         code = frame.f_code
         # by identity: code objects compare equal across files (their file is not compared)
         if any(code is c for c in codes) or code.co_filename.startswith(prefixes):
