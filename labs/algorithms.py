@@ -192,22 +192,33 @@ def calibrate(sizes=CALIBRATION_SIZES, reps=5):
     dist.all_reduce(fitted[2:], op=dist.ReduceOp.MAX)
     kept, tracing.TRACER.events = tracing.TRACER.events, []
     try:
-        set_model(duel(Model(*fitted.tolist()), sizes, reps))
+        set_model(duel(Model(*fitted.tolist()), sizes))
     finally:
         tracing.TRACER.events = kept
     return _MODEL["model"]
 
 
 # A close duel goes to the library: a few repetitions carry noise, and the library is the
-# bar. The model's pick must be measured this much faster (median) to be used.
+# bar. The model's pick is used only where it was clearly faster: its median DUEL_MARGIN
+# below gloo's, and faster in at least DUEL_WINS of DUEL_REPS interleaved pairs (the two
+# calls of a pair run back to back, so a burst of load slows both of them, or one pair).
 DUEL_MARGIN = 0.10
+DUEL_REPS = 9
+DUEL_WINS = 7
 
 
-def duel(model, sizes=CALIBRATION_SIZES, reps=5):
+def clearly_faster(pick, library):
+    """Whether the pick's times beat the library's, pair by pair (the same repetition)."""
+    wins = sum(p < g for p, g in zip(pick, library))
+    return (wins * DUEL_REPS >= DUEL_WINS * len(pick)
+            and statistics.median(pick) <= (1 - DUEL_MARGIN) * statistics.median(library))
+
+
+def duel(model, sizes=CALIBRATION_SIZES, reps=DUEL_REPS):
     """`model` with the duel's result: at every size, gloo's own all_reduce against the
     plan `choose_plan` picks, interleaved on these ranks (the slowest rank's time, the same
-    on every rank). Unless the pick's median is DUEL_MARGIN below gloo's, best_all_reduce
-    calls gloo there: a model can be wrong, a measurement on this machine less so."""
+    on every rank). Unless the pick was `clearly_faster`, best_all_reduce calls gloo there:
+    a model can be wrong, a measurement on this machine less so."""
     p, dueled, library = dist.get_world_size(), [], []
     for nbytes in sizes:
         work = torch.zeros(max(1, nbytes // 4))     # zeros: the sums stay zeros
@@ -216,7 +227,7 @@ def duel(model, sizes=CALIBRATION_SIZES, reps=5):
             LIBRARY: functools.partial(dist.all_reduce, work),
             pick: functools.partial(run_algorithm, pick, work)}, reps)
         dueled.append(work.nbytes)
-        if statistics.median(times[pick]) > (1 - DUEL_MARGIN) * statistics.median(times[LIBRARY]):
+        if not clearly_faster(times[pick], times[LIBRARY]):
             library.append(work.nbytes)
     return dataclasses.replace(model, ranks=p, dueled=tuple(dueled), library=tuple(library))
 

@@ -3,6 +3,7 @@ tests (they reject the wrong bodies in tests/graders/bodies/algorithms.py)."""
 import functools
 import io
 import re
+import statistics
 from contextlib import redirect_stdout
 
 import pytest
@@ -149,6 +150,22 @@ def test_best_all_reduce_runs_the_plan_the_model_chooses():
                          zip(["doubling", "halving-doubling"], sizes)]
         assert [s.send_to for s in plans[0]] == [rank ^ 1, rank ^ 2]
         assert sums == [[4.0], [4.0]]
+
+
+def test_the_duel_uses_the_pick_only_where_it_was_clearly_faster():
+    """Faster by the median AND in most interleaved pairs; anything closer goes to gloo."""
+    gloo = [1.0, 1.1, 0.9, 1.0, 1.2, 1.0, 0.95, 1.05, 1.0]
+    assert lab.clearly_faster([t * 0.5 for t in gloo], gloo)
+    # a median far lower, from five lucky pairs of nine: not clear
+    lucky = [0.3, 0.3, 0.3, 0.3, 0.3, 1.3, 1.1, 1.2, 1.1]
+    assert statistics.median(lucky) < 0.5 * statistics.median(gloo)
+    assert not lab.clearly_faster(lucky, gloo)
+    # faster in every pair, but by less than the margin: a close call
+    assert not lab.clearly_faster([t * 0.95 for t in gloo], gloo)
+    # 7 of 9 pairs, median 20% lower: clear; 6 of 9: not
+    seven = [t * 0.8 for t in gloo[:7]] + [t * 1.5 for t in gloo[7:]]
+    six = [t * 0.8 for t in gloo[:6]] + [t * 1.5 for t in gloo[6:]]
+    assert lab.clearly_faster(seven, gloo) and not lab.clearly_faster(six, gloo)
 
 
 def test_where_the_duel_found_gloo_faster_best_all_reduce_calls_gloo():
