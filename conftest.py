@@ -7,6 +7,7 @@
   solutions; `make check` passes --impl=labs to grade your own code).
 """
 import os
+import shutil
 
 from xdist.scheduler import LoadFileScheduling
 
@@ -67,23 +68,44 @@ def _grader_world_size(item):
 
 
 def pytest_collection_modifyitems(config, items):
-    """--world-sizes: keep, of each grader in tests/graders/, the world sizes asked for."""
+    drop = _other_world_sizes(config, items) + _learner_runs_the_browser_makes(items)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = [item for item in items if item not in drop]
+
+
+def _other_world_sizes(config, items) -> list:
+    """--world-sizes: of each grader in tests/graders/, the world sizes NOT asked for."""
     wanted = config.getoption("--world-sizes")
     if not wanted:
-        return
+        return []
     sizes = {}                           # grader -> its world sizes
     for graded in filter(None, map(_grader_world_size, items)):
         sizes.setdefault(graded[0], []).append(graded[1])
-    keep, drop = [], []
+    drop = []
     for item in items:
         graded = _grader_world_size(item)
         if graded is None:
-            keep.append(item)
             continue
         grader, size = graded
         chosen = {min(sizes[grader]), max(sizes[grader])} if wanted == "ends" else \
             {int(n) for n in wanted.split(",")}
-        (keep if size in chosen else drop).append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep
+        if size not in chosen:
+            drop.append(item)
+    return drop
+
+
+def _learner_runs_the_browser_makes(items) -> list:
+    """The learner runs (tests/notebooks/) of the notebooks that the browser test, collected
+    in this same session and able to run (Chromium found), runs too: Run All in JupyterLab with
+    no exercise solved, failing on the same things (an error or a traceback shown, a cell not
+    run, a process left). The notebook is run once, not twice."""
+    def notebook(item, test):
+        if item.nodeid.split("[")[0].endswith(test) and hasattr(item, "callspec"):
+            return os.path.basename(item.callspec.params["notebook"])
+        return None
+    if not (os.environ.get("CHROMIUM") or shutil.which("chromium")):
+        return []
+    in_browser = {notebook(item, "::test_notebook_in_jupyterlab") for item in items} - {None}
+    return [item for item in items
+            if notebook(item, "::test_runs_to_the_end_unsolved") in in_browser]

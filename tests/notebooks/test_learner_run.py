@@ -10,6 +10,10 @@ in-memory copy (the committed notebook is never written).
 A failure lists every cell with an error output or a traceback on stderr: the notebook's
 cell index, the first line of its source, and the error. The executed copy is saved in
 test-artifacts/learner-run/ to read in JupyterLab.
+
+When the browser test (tests/browser) runs in the same session, it makes this same run for
+the notebooks it opens: Run All in JupyterLab, no exercise solved, the same failures. Those
+notebooks are then run once, there (conftest.py drops their learner run here).
 """
 from __future__ import annotations
 
