@@ -128,6 +128,34 @@ def _unchanged(x, snapshot) -> bool:
         a.shape == b.shape and torch.equal(a.detach(), b) for a, b in zip(now, snapshot))
 
 
+def _places(x) -> list[tuple]:
+    """Where each tensor of x lives, and its version counter (bumped by every write)."""
+    return [(t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride(),
+             t._version) for t in _tensors(x)]
+
+
+def _memory_problems(args, places, before, method, names) -> list[str]:
+    """The caller's memory is the contract's: an argument keeps its memory (no `.data =`,
+    `set_()`, `resize_()`, no other tensor put in a list it was given), and one the
+    contract only reads is never written, not even for a moment (its version counter)."""
+    rank, problems = dist.get_rank(), []
+    for i, (arg, then) in enumerate(zip(args, places)):
+        now = _places(arg)
+        if [p[:4] for p in now] != [p[:4] for p in then]:
+            problems.append(
+                f"rank {rank} replaced the memory of its argument `{names[i]}` (`.data =`, "
+                f"`set_()`, `resize_()`, or another tensor put in its place): work in the "
+                f"memory the caller gave you; a view of it, or a tensor sharing it, never sees "
+                f"a result put anywhere else")
+        elif i not in method.writes and [p[4] for p in now] != [p[4] for p in then] and \
+                _unchanged(arg, before[i]):
+            problems.append(
+                f"rank {rank} wrote into its argument `{names[i]}` and put its values back; "
+                f"the contract lets it only read it (another thread, or the caller, may read "
+                f"it meanwhile): work on a copy")
+    return problems
+
+
 def _shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
     return bool(a.numel() and b.numel()) and \
         a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
@@ -165,6 +193,7 @@ class GradedBody:
         expected, refused = self._reference_ops(args, kwargs)
         with torch._C.DisableTorchFunctionSubclass():
             before = [_snapshot(a) for a in args]
+            places = [_places(a) for a in args]
         with record() as ops, closed_roads() as roads, \
                 forbidding(*self.borrowing, below=sys._getframe()):
             try:
@@ -179,6 +208,8 @@ class GradedBody:
         # The checks compare tensors: not through a Watched tensor's tracing (not compute).
         with torch._C.DisableTorchFunctionSubclass():
             problems = [f"rank {dist.get_rank()} {road}" for road in roads]
+            problems += _memory_problems(args, places, before, method,
+                                         _parameter_names(self.body, len(args)))
             problems += self._problems(ops, ops if expected is None else expected, args,
                                        before, result, method)
         if again is not None and not problems:
