@@ -203,13 +203,15 @@ def pipelined_ring_all_reduce(tensor, segment_bytes=4 << 20):
     chunk (r - t - 1) % p and receives chunk (r - t - 2) % p (reduce-scatter while
     t < p-1, all-gather after). Then:
       1. post every receive first, one irecv per segment, in step order (one
-         batch_isend_irecv of irecv P2POps): reduce-scatter steps into rows of a scratch
-         tensor of shape (p-1, chunk size), all-gather steps straight into the tensor;
+         batch_isend_irecv of irecv P2POps), each into its own place in a scratch tensor
+         of shape (2(p-1), chunk size): one row per step;
       2. isend the segments of chunk (r - 1) % p (step 0 sends your own data);
-      3. for every receive, in order: wait for it, add it into the tensor (reduce-scatter
-         steps only), and isend that segment of the tensor to r + 1 (unless t is the last
-         step);
-      4. wait for every send.
+      3. for every receive, in order: wait for it; wait for the isend still reading that
+         segment of the tensor, if one is (a buffer belongs to its transfer until waited);
+         add the segment into the tensor (reduce-scatter steps) or copy it there
+         (all-gather steps); isend that segment of the tensor to r + 1 (unless t is the
+         last step);
+      4. wait for every send still in flight.
     """
     raise todo("notebook 05, 'Exercise 3: pipelined ring'")
 

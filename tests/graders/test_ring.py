@@ -95,6 +95,8 @@ def all_reduce_grader(rank, world_size, impl, name, cases):
             method_failed = _failed(failures, check_ring_traffic, done.events, what, rank=rank,
                                     numel=data.numel(), dtype=dtype, world_size=world_size,
                                     steps=2 * (world_size - 1), segment_bytes=segment or default)
+        if not method_failed and name == "pipelined_ring_all_reduce":
+            method_failed = _failed(failures, check_pipelined, done.events, what, rank=rank)
     return failures + non_contiguous_case(fn, rank, what=name)
 
 
@@ -155,6 +157,28 @@ def check_ring_traffic(events, what, *, rank, numel, dtype, world_size, steps,
                f"= {largest} {dtype} element(s), not one chunk")
     check_messages(events, what, rank=rank, dtype=dtype, largest=largest,
                    total=steps * chunk, why=why)
+
+
+def check_pipelined(events, what, *, rank):
+    """The pipeline: while this rank adds one segment, the next is already on the wire. From
+    the record: some moment with two receives posted and not yet waited (every receive
+    posted first, as the hint says, has them all in flight)."""
+    receives = [e for e in events if e.rank == rank and e.op in ("recv", "irecv")]
+    if len(receives) < 2:
+        return
+    in_flight, most = set(), 0
+    for e in sorted((e for e in events if e.rank == rank), key=lambda e: e.seq):
+        if e.op == "irecv":
+            in_flight.add(e.seq)
+        elif e.op == "wait":
+            in_flight.discard(e.waits_for)
+        most = max(most, len(in_flight))
+    if most < 2:
+        raise GradeFailure(
+            f"{what}: rank {rank} never had two receives in flight at once ({len(receives)} "
+            f"received one at a time): a pipeline keeps the next segment on the wire while it "
+            f"adds this one. Post the receives first (the hint: all of them, in step order), "
+            f"then wait for each in turn")
 
 
 def _reference(rank, dtype, shape, seed):

@@ -23,6 +23,7 @@ PARTNERS = "in this method rank"
 SIZES = ("the method sends", "the method has", "no message holds more than")
 FRESH = ("returned a tensor it was given", "shares memory with an argument")
 ROAD = "while graded, data travels only through the process group"
+STAR = ("in this method rank", "never received", "never sent", "the method sends", "the method receives")
 
 # (grader, world size, body in tests/graders/bodies/<lesson>.py, what the failure must say)
 WRONG = [
@@ -151,7 +152,7 @@ WRONG += [
 # refusals, roots, parameters.
 U2, U3, U4, U5 = "unlisted2:", "unlisted3:", "unlisted4:", "unlisted5:"
 U7 = "unlisted7:"      # unlisted6.py: lesson 11's job, graded under torchrun (below)
-ROOT = "whatever the route"
+ROOT = ("whatever the route", *STAR)
 WRONG += [
     (test_ring.test_ring_all_reduce, 3, U2 + "ring_thread_pg_allreduce", BUILTIN),
     (test_ring.test_ring_reduce_scatter, 3, U2 + "rs_thread_all_reduce", BUILTIN),
@@ -275,8 +276,6 @@ RIGHT = [
     (test_gradients.test_average_gradients_all_to_all, 3, "gradients:a2a_flat_per_dtype"),
     (test_gradients.test_average_gradients_ring, 3, "gradients:ring_avg_grouped"),
     (test_gradients.test_average_gradients_bucketed, 3, "gradients:bucketed_own_plan"),
-    (test_collectives.test_p2p_broadcast, 4, "collectives:broadcast_tree"),
-    (test_collectives.test_p2p_gather, 3, "collectives:gather_tree"),
     (test_collectives.test_p2p_all_gather, 3, "collectives:all_gather_ring_receive_first"),
     (test_collectives.test_p2p_all_to_all, 3, "collectives:all_to_all_receives_first"),
     (test_patterns.test_neighbour_exchange_head_to_head, "int64",
@@ -305,7 +304,6 @@ RIGHT += [
     (test_gradients.test_average_gradients_ring, 3, OTHER + "ring_avg_flatten_dense"),
     (test_gradients.test_average_gradients_ring, 3, OTHER + "ring_avg_aliased"),
     (test_gradients.test_average_gradients_bucketed, 3, OTHER + "bucketed_with_barrier"),
-    (test_collectives.test_p2p_broadcast, 4, OTHER + "broadcast_chain"),
     (test_collectives.test_p2p_gather, 3, OTHER + "gather_receives_in_reverse"),
     (test_collectives.test_p2p_all_gather, 3, OTHER + "all_gather_with_barrier"),
     (test_collectives.test_p2p_all_to_all, 3, OTHER + "all_to_all_descending"),
@@ -361,6 +359,10 @@ WRONG += [
     (test_gradients.test_average_gradients_ring, 2, "borrowed:ring_avg_calls_the_reference",
      BORROWED),
     (test_waiting.test_safe_ring_shift, 3, "borrowed:shift_calls_the_lesson", BORROWED),
+    # lesson 07's broadcast and gather are the star; a tree or a chain is another method
+    (test_collectives.test_p2p_broadcast, 4, "collectives:broadcast_tree", STAR),
+    (test_collectives.test_p2p_gather, 3, "collectives:gather_tree", STAR),
+    (test_collectives.test_p2p_broadcast, 4, OTHER + "broadcast_chain", STAR),
 ]
 
 GRADERS = list(dict.fromkeys((grader, arg) for grader, arg, *_ in WRONG + RIGHT))

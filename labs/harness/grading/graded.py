@@ -34,7 +34,7 @@ from labs.harness.grading import lessons
 from labs.harness.grading.channels import SideChannel, closed_roads
 from labs.harness.grading.compare import Method, differences
 from labs.harness.grading.methods import METHODS
-from labs.harness.grading.record import forbidding, install, outstanding, record
+from labs.harness.grading.record import forbidding, install, outstanding, overlap, record
 from labs.harness.grading.run import GradeFailure
 
 
@@ -159,20 +159,6 @@ def _memory_problems(args, places, before, method, names) -> list[str]:
 def _shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
     return bool(a.numel() and b.numel()) and \
         a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
-
-
-def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Do two tensors use some of the same bytes? (Views of one buffer side by side do not.)"""
-    if not (a.numel() and b.numel()) or \
-            a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
-        return False
-
-    def span(t):
-        first = t.storage_offset() * t.element_size()
-        last = first + sum((n - 1) * s for n, s in zip(t.shape, t.stride())) * t.element_size()
-        return first, last + t.element_size()
-    (a0, a1), (b0, b1) = span(a), span(b)
-    return a0 < b1 and b0 < a1
 
 
 class GradedBody:
@@ -318,7 +304,7 @@ class GradedBody:
                 problems.append(f"rank {rank} returned a tensor that shares memory with an "
                                 f"argument: return new tensors, the caller may change its "
                                 f"own next")
-            if any(_overlap(a, b) for i, a in enumerate(results) for b in results[i + 1:]):
+            if any(overlap(a, b) for i, a in enumerate(results) for b in results[i + 1:]):
                 problems.append(f"rank {rank} returned the same memory twice (one tensor, or "
                                 f"overlapping views): each result is a tensor of its own, the "
                                 f"caller may change one and not the other")

@@ -35,11 +35,11 @@ METHODS = {
     "gradients.average_gradients_bucketed": Method(RING + ", one ring all-reduce per bucket "
                                                    "of plan_buckets", writes=(0,),
                                                    returns="nothing", compare="counts"),
-    "collectives.p2p_broadcast": Method("src sends to every other rank; the others receive "
-                                        "from src only", writes=(0,), returns="input",
-                                        compare="routing"),
-    "collectives.p2p_gather": Method("every rank sends to dst; dst receives from each",
-                                     compare="routing"),
+    "collectives.p2p_broadcast": Method("the star: src sends the tensor once to every other "
+                                        "rank, each of them receives it once, from src only",
+                                        writes=(0,), returns="input"),
+    "collectives.p2p_gather": Method("the star: every other rank sends its tensor once, "
+                                     "straight to dst; dst receives once from each"),
     "collectives.p2p_all_gather": Method(RING + ", one rank's tensor per step"),
     "collectives.p2p_all_to_all": Method("one message to and one from every other rank",
                                          writes=(0,), returns="input"),

@@ -91,6 +91,7 @@ class _InFlight:
     op: Op
     sent: list = field(default_factory=list)       # (tensor, its values at post)
     received: list = field(default_factory=list)   # (tensor, its version at post)
+    buffers: list = field(default_factory=list)    # a receive's tensors (views too)
     event: object = None        # its timeline event, if the record put it there
 
 
@@ -255,6 +256,8 @@ class _Recorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func.namespace not in _NAMESPACES:
+            if _WORKS and not func.is_view and func._opname not in _NO_DATA:
+                _used_in_flight(func._opname, args, kwargs)
             return func(*args, **(kwargs or {}))
         announced = _announce(func, args) if _LISTENERS else []
         try:
@@ -294,6 +297,41 @@ class _Recorder(TorchDispatchMode):
         return out
 
 
+# Ops that touch a tensor's shape or dtype only, never its values.
+_NO_DATA = frozenset({"empty_like", "zeros_like", "ones_like", "full_like", "new_empty",
+                      "new_empty_strided", "new_zeros", "new_ones", "new_full", "detach",
+                      "alias", "lift_fresh", "sym_size", "sym_stride", "sym_numel",
+                      "is_same_size", "_has_compatible_shallow_copy_type"})
+
+
+def overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Do two tensors use some of the same bytes? (Views of one buffer side by side do not.)"""
+    if not (a.numel() and b.numel()) or \
+            a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
+        return False
+
+    def span(t):
+        first = t.storage_offset() * t.element_size()
+        last = first + sum((n - 1) * s for n, s in zip(t.shape, t.stride())) * t.element_size()
+        return first, last + t.element_size()
+    (a0, a1), (b0, b1) = span(a), span(b)
+    return a0 < b1 and b0 < a1
+
+
+def _used_in_flight(name, args, kwargs):
+    """A computation that reads (or writes) a receive's buffer before its wait: the data may
+    not be there yet, and on gloo it usually is, so only the record can tell."""
+    flights = [flight for _, flight in list(_WORKS.values())
+               if flight.buffers and not flight.op.changed_in_flight]
+    if not flights:
+        return
+    used = _tensors(list(args) + list((kwargs or {}).values()))
+    for flight in flights:
+        if any(overlap(t, b) for t in used for b in flight.buffers):
+            flight.op.changed_in_flight = (f"its receive buffer was used ({name}) before the "
+                                           f"receive was waited")
+
+
 def _trace(op, blocking):
     """Put an op no course wrapper saw (the process group's own methods, a functional
     collective) on the timeline too, outside any batch: the graders' checks of the trace
@@ -328,6 +366,7 @@ def _watch(work, op, args, event=None):
         # A view shares its version counter with the rest of its base: only whole tensors
         # tell us for sure that the receive buffer itself was written.
         flight.received = [(t, t._version) for t in tensors if t._base is None]
+        flight.buffers = [t for t in tensors if t.numel()]
     _WORKS[id(work)] = (work, flight)
 
 

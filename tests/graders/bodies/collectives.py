@@ -22,7 +22,7 @@ def broadcast_builtin(tensor, src):
 
 
 def broadcast_tree(tensor, src):
-    """Correct: a binomial tree, one batch per round (ranks renumbered so src is 0)."""
+    """Right values, another method: a binomial tree (lesson 10), not lesson 07's star."""
     rank, ws = dist.get_rank(), dist.get_world_size()
     me, step = (rank - src) % ws, 1
     while step < ws:
@@ -52,7 +52,8 @@ def gather_aliases_input(tensor, dst):
 
 
 def gather_tree(tensor, dst):
-    """Correct: a binomial tree; each rank forwards the block of ranks it collected."""
+    """Right values, another method: a binomial tree, each rank forwarding the block it
+    collected, not lesson 07's star."""
     rank, ws = dist.get_rank(), dist.get_world_size()
     me, step = (rank - dst) % ws, 1
     held = [tensor.clone()]                 # ranks me, me+1, ... (renumbered), in order

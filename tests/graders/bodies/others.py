@@ -323,7 +323,7 @@ def bucketed_with_barrier(model, bucket_bytes):
 # lesson 07 ------------------------------------------------------------------------------------
 
 def broadcast_chain(tensor, src):
-    """A chain, each hop one batch: every rank receives once, forwards once."""
+    """Right values, another method: a chain (each rank forwards once), not the star."""
     rank, n = dist.get_rank(), dist.get_world_size()
     v = (rank - src) % n
     if v > 0:
