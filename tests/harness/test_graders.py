@@ -361,8 +361,31 @@ WRONG += [
     (test_waiting.test_safe_ring_shift, 3, "borrowed:shift_calls_the_lesson", BORROWED),
     # lesson 07's broadcast and gather are the star; a tree or a chain is another method
     (test_collectives.test_p2p_broadcast, 4, "collectives:broadcast_tree", STAR),
-    (test_collectives.test_p2p_gather, 3, "collectives:gather_tree", STAR),
+    (test_collectives.test_p2p_gather, 4, "collectives:gather_tree", STAR),
     (test_collectives.test_p2p_broadcast, 4, OTHER + "broadcast_chain", STAR),
+]
+
+# Third round (tests/graders/bodies/memory.py): the caller's memory, precision, a receive
+# buffer used before its wait, extra or relayed messages, the method for small tensors only.
+M, MEMORY = "memory:", "replaced the memory of its argument"
+IN_FLIGHT = "a buffer belongs to the transfer from post to wait"
+WRONG += [
+    (test_ring.test_ring_all_reduce, 3, M + "ring_into_new_memory", MEMORY),
+    (test_algorithms.test_tree_broadcast, 5, M + "tree_into_new_memory", MEMORY),
+    (test_collectives.test_p2p_all_to_all, 3, M + "all_to_all_new_outputs", MEMORY),
+    (test_collectives.test_p2p_gather, 3, M + "gather_negates_for_a_moment",
+     "wrote into its argument `tensor` and put its values back"),
+    (test_ring.test_ring_all_reduce, 3, M + "ring_adds_in_float32", "is wrong at"),
+    (test_algorithms.test_recursive_doubling_all_reduce, 4, M + "doubling_adds_in_float64",
+     "is wrong at"),
+    (test_ring.test_ring_all_reduce, 3, M + "ring_adds_before_waiting",
+     ("receive buffer was used", IN_FLIGHT)),
+    (test_collectives.test_p2p_broadcast, 4, M + "broadcast_then_gossip", STAR),
+    (test_collectives.test_p2p_broadcast, 4, M + "broadcast_relayed_by_one_rank", STAR),
+    (test_collectives.test_p2p_gather, 3, M + "gather_sends_twice", STAR),
+    (test_algorithms.test_tree_broadcast, 5, M + "tree_star_for_small", "a binomial tree needs"),
+    (test_ring.test_pipelined_ring_all_reduce, 3, M + "pipelined_one_segment_at_a_time",
+     "never had two receives in flight"),
 ]
 
 GRADERS = list(dict.fromkeys((grader, arg) for grader, arg, *_ in WRONG + RIGHT))
