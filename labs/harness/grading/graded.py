@@ -17,7 +17,6 @@ every call, in the worker, by one piece of code rather than by each grader.
 """
 from __future__ import annotations
 
-import copy
 import importlib
 import inspect
 import os
@@ -36,6 +35,9 @@ from labs.harness.grading.compare import Method, differences
 from labs.harness.grading.methods import METHODS
 from labs.harness.grading.record import forbidding, install, outstanding, overlap, record
 from labs.harness.grading.run import GradeFailure
+from labs.harness.grading.state import (copy_args, grads_problems, memory_problems, places,
+                                         shares_memory, snapshot, state, state_problems,
+                                         tensors, unchanged, written)
 
 
 def implementation(impl: str, module: str, name: str):
@@ -86,81 +88,6 @@ def _not_yours(impl: str, reference):
     return [inspect.unwrap(reference).__code__, *lessons.codes()], prefixes
 
 
-def _copy(x, shift=0):
-    """A copy of the arguments: tensors cloned (keeping their subclass), plus `shift` (other
-    values, the same shapes), containers rebuilt, modules deep-copied (gradients too),
-    anything else shared."""
-    if isinstance(x, torch.Tensor):
-        return x.clone() + shift if shift and x.dtype != torch.bool else x.clone()
-    if isinstance(x, (list, tuple)):
-        return type(x)(_copy(item, shift) for item in x)
-    if isinstance(x, dict):
-        return {key: _copy(value, shift) for key, value in x.items()}
-    if isinstance(x, torch.nn.Module):
-        twin = copy.deepcopy(x)
-        for mine, theirs in zip(twin.parameters(), x.parameters()):
-            mine.grad = None if theirs.grad is None else theirs.grad.detach().clone()
-        return twin
-    return x
-
-
-def _tensors(x) -> list[torch.Tensor]:
-    """Every tensor in x: a tensor, a (nested) list, tuple or dict of them, or a module's
-    parameters (their values: gradients are what a module argument may change)."""
-    if isinstance(x, torch.Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [t for item in x for t in _tensors(item)]
-    if isinstance(x, dict):
-        return [t for item in x.values() for t in _tensors(item)]
-    if isinstance(x, torch.nn.Module):
-        return [p.data for p in x.parameters()]
-    return []
-
-
-def _snapshot(x) -> list[torch.Tensor]:
-    return [t.detach().clone() for t in _tensors(x)]
-
-
-def _unchanged(x, snapshot) -> bool:
-    now = _tensors(x)
-    return len(now) == len(snapshot) and all(
-        a.shape == b.shape and torch.equal(a.detach(), b) for a, b in zip(now, snapshot))
-
-
-def _places(x) -> list[tuple]:
-    """Where each tensor of x lives, and its version counter (bumped by every write)."""
-    return [(t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride(),
-             t._version) for t in _tensors(x)]
-
-
-def _memory_problems(args, places, before, method, names) -> list[str]:
-    """The caller's memory is the contract's: an argument keeps its memory (no `.data =`,
-    `set_()`, `resize_()`, no other tensor put in a list it was given), and one the
-    contract only reads is never written, not even for a moment (its version counter)."""
-    rank, problems = dist.get_rank(), []
-    for i, (arg, then) in enumerate(zip(args, places)):
-        now = _places(arg)
-        if [p[:4] for p in now] != [p[:4] for p in then]:
-            problems.append(
-                f"rank {rank} replaced the memory of its argument `{names[i]}` (`.data =`, "
-                f"`set_()`, `resize_()`, or another tensor put in its place): work in the "
-                f"memory the caller gave you; a view of it, or a tensor sharing it, never sees "
-                f"a result put anywhere else")
-        elif i not in method.writes and [p[4] for p in now] != [p[4] for p in then] and \
-                _unchanged(arg, before[i]):
-            problems.append(
-                f"rank {rank} wrote into its argument `{names[i]}` and put its values back; "
-                f"the contract lets it only read it (another thread, or the caller, may read "
-                f"it meanwhile): work on a copy")
-    return problems
-
-
-def _shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return bool(a.numel() and b.numel()) and \
-        a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
-
-
 class GradedBody:
     """`name`'s body under test, with its reference and its declared `Method`."""
 
@@ -171,15 +98,16 @@ class GradedBody:
         self.__wrapped__ = body          # inspect.signature sees the body's parameters
         self._earlier: list = []         # (result, its values when returned) of earlier calls
         self._probed = False             # called twice on the same inputs yet (once a launch)
+        self._reference_drew = False     # the reference's last call drew random numbers
 
     def __call__(self, *args, **kwargs):
         if not dist.is_initialized():
             return self.body(*args, **kwargs)
-        again = _copy((args, kwargs), shift=1) if self._probes() else None
+        again = copy_args((args, kwargs), shift=1) if self._probes() else None
         expected, refused = self._reference_ops(args, kwargs)
         with torch._C.DisableTorchFunctionSubclass():
-            before = [_snapshot(a) for a in args]
-            places = [_places(a) for a in args]
+            before = [snapshot(a) for a in args]
+            where, found = [places(a) for a in args], state(args)
         with record() as ops, closed_roads() as roads, \
                 forbidding(*self.borrowing, below=sys._getframe()):
             try:
@@ -194,23 +122,29 @@ class GradedBody:
         # The checks compare tensors: not through a Watched tensor's tracing (not compute).
         with torch._C.DisableTorchFunctionSubclass():
             problems = [f"rank {dist.get_rank()} {road}" for road in roads]
-            problems += _memory_problems(args, places, before, method,
-                                         _parameter_names(self.body, len(args)))
+            names = _parameter_names(self.body, len(args))
+            problems += memory_problems(args, where, before, method, names)
+            problems += grads_problems(args, method.writes, names, overlap)
+            problems += state_problems(found, state(args), self._reference_drew,
+                                       dist.get_rank())
             problems += self._problems(ops, ops if expected is None else expected, args,
                                        before, result, method)
         if again is not None and not problems:
-            problems = self._call_again(result, again)
+            problems = self._call_again((result, [a for i, a in enumerate(args)
+                                                  if i in self.method.writes]), again)
         self._raise_if(problems)
         if not self.method.returns_requests:      # those results fill in after return
             with torch._C.DisableTorchFunctionSubclass():
-                self._earlier.append((result, _snapshot(result)))
+                self._earlier.append((result, snapshot(result)))
         return result
 
     def _probes(self) -> bool:
         """Call the body again after this call? Every call that returns new tensors (a
         buffer kept for some cases only shows in those cases), once a launch otherwise."""
-        if self.method.returns_requests or self.method.returns == "nothing":
+        if self.method.returns_requests:
             return False
+        if self.method.returns == "nothing":     # what it wrote may be a buffer it keeps
+            return bool(self.method.writes) and not self._probed
         return self.method.returns in ("fresh", "any") or not self._probed
 
     @staticmethod
@@ -219,13 +153,13 @@ class GradedBody:
             first, *more = dict.fromkeys(problems)
             raise GradeFailure(first + (f" (and {len(more)} more problem(s))" if more else ""))
 
-    def _call_again(self, result, again) -> list[str]:
+    def _call_again(self, kept, again) -> list[str]:
         """Call the body again on inputs of the same shapes and other values (every rank
         does), and check that the first result is still what it was (not a buffer the body
         keeps and reuses)."""
         self._probed = True
         with torch._C.DisableTorchFunctionSubclass():
-            values = _snapshot(result)
+            values = [t.detach().clone() for t in written(kept)]
         start = len(tracing.TRACER.events)
         try:
             with record(), closed_roads() as roads:
@@ -238,11 +172,13 @@ class GradedBody:
         if roads:
             return [f"rank {dist.get_rank()} {road}" for road in roads]
         with torch._C.DisableTorchFunctionSubclass():
-            if _unchanged(result, values):
+            now = written(kept)
+            if len(now) == len(values) and all(torch.equal(a.detach(), b)
+                                               for a, b in zip(now, values)):
                 return []
-        return [f"rank {dist.get_rank()} changed what an earlier call returned when "
-                f"{self.__name__} was called again: return new tensors each call, not a "
-                f"buffer (or list) you keep and reuse"]
+        return [f"rank {dist.get_rank()} changed what an earlier call returned (or wrote) when "
+                f"{self.__name__} was called again: results and gradients are new tensors "
+                f"each call, not a buffer (or list) you keep and reuse"]
 
     def _reference_ops(self, args, kwargs):
         """(the reference's record on copies of the arguments, whether it raised): None if
@@ -251,9 +187,9 @@ class GradedBody:
         tensor it refuses) keeps what the reference did before raising."""
         if self.body is self.reference:
             return None, False
-        copies = _copy((args, kwargs))
+        copies = copy_args((args, kwargs))
         start = len(tracing.TRACER.events)
-        refused = False
+        refused, generator = False, torch.get_rng_state()
         with record() as ops:
             try:
                 self.reference(*copies[0], **copies[1])
@@ -261,6 +197,7 @@ class GradedBody:
                 refused = True
             finally:
                 del tracing.TRACER.events[start:]
+        self._reference_drew = not torch.equal(generator, torch.get_rng_state())
         return ops, refused
 
     def _problems(self, ops, expected, args, before, result, method) -> list[str]:
@@ -277,12 +214,12 @@ class GradedBody:
         names = _parameter_names(self.body, len(args))
         problems += [f"rank {rank} changed its argument `{names[i]}`; the contract lets it "
                      f"only read it" for i, (a, b) in enumerate(zip(args, before))
-                     if i not in method.writes and not _unchanged(a, b)]
+                     if i not in method.writes and not unchanged(a, b)]
         # A module the contract writes has its gradients written, never its parameters.
         problems += [f"rank {rank} changed the parameters of `{names[i]}`; the contract "
                      f"replaces their .grad only" for i, (a, b) in enumerate(zip(args, before))
                      if i in method.writes and isinstance(a, torch.nn.Module)
-                     and not _unchanged(a, b)]
+                     and not unchanged(a, b)]
         problems += self._result_problems(result, args, rank)
         borrowed = next((op for op in ops if op.borrowed), None)
         if borrowed is not None:
@@ -299,8 +236,8 @@ class GradedBody:
         if returns == "nothing" and result is not None:
             problems.append(f"rank {rank} must return None, got {type(result).__name__}")
         if returns == "fresh":
-            inputs, results = _tensors(args), _tensors(result)
-            if any(_shares_memory(r, a) for r in results for a in inputs):
+            inputs, results = tensors(args), tensors(result)
+            if any(shares_memory(r, a) for r in results for a in inputs):
                 problems.append(f"rank {rank} returned a tensor that shares memory with an "
                                 f"argument: return new tensors, the caller may change its "
                                 f"own next")
@@ -309,7 +246,7 @@ class GradedBody:
                                 f"overlapping views): each result is a tensor of its own, the "
                                 f"caller may change one and not the other")
         for earlier, values in self._earlier:
-            if earlier is not None and not _unchanged(earlier, values):
+            if earlier is not None and not unchanged(earlier, values):
                 problems.append(f"rank {rank} changed what an earlier call returned when "
                                 f"{self.__name__} was called again: return new tensors each "
                                 f"call, not a buffer (or list) you keep and reuse")
