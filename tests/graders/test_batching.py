@@ -14,6 +14,7 @@ CASES = [((4,), torch.float32), ((2, 3), torch.int64), ((5,), torch.float64),
          (((1 << 20) + 1,), torch.float32)]    # large: the method on every size
 ALL_PAIRS_DTYPES = (torch.float32, torch.int64, torch.float64, torch.float32)
 LARGE_CHUNKS = 3                # the case whose chunks are large (the method on every size)
+STRIDED_CHUNKS = 2              # the case whose chunks are views with stride 2
 # Any world size: a body may branch on it, so every one up to 8 is graded.
 WORLD_SIZES = [1, 2, 3, 4, 5, 6, 7, 8]
 
@@ -46,9 +47,17 @@ def _chunk(src, dst, case, dtype):
     return seeded(src, (_chunk_len(src, dst, case),), dtype, 10_000 + 100 * dst + case)
 
 
+def _every_other(chunk):
+    """The same values as a view with stride 2: the contract says 1-D, not contiguous."""
+    spread = torch.zeros(2 * chunk.numel(), dtype=chunk.dtype)
+    spread[::2] = chunk
+    return spread[::2]
+
+
 def all_pairs_worker(rank, world_size, impl):
     all_pairs = implementation(impl, "batching", "all_pairs_exchange")
-    return [call(all_pairs, [_chunk(rank, dst, case, dtype) for dst in range(world_size)],
+    return [call(all_pairs, [(_every_other if case == STRIDED_CHUNKS else torch.clone)(
+                 _chunk(rank, dst, case, dtype)) for dst in range(world_size)],
                  must_complete=True, case=str(dtype).removeprefix("torch."))
             for case, dtype in enumerate(ALL_PAIRS_DTYPES)]
 

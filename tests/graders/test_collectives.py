@@ -102,7 +102,7 @@ def check_ring(got, what, *, rank, world_size):
 
 def check_list(got, expected, *, rank, what):
     """`got` is a list of world-size tensors, `expected` (stacked) bitwise."""
-    if not isinstance(got, (list, tuple)) or len(got) != len(expected):
+    if not isinstance(got, list) or len(got) != len(expected):
         raise GradeFailure(f"{what}: rank {rank} returned {type(got).__name__}; expected a "
                            f"list of {len(expected)} tensors")
     for src, (t, e) in enumerate(zip(got, expected)):

@@ -18,9 +18,12 @@ FLOAT64_TOL = 1e-12
 
 def check_close(got, expected, *, rank, what, atol=None, rtol=None):
     """`got` has `expected`'s shape and dtype, and its values (exactly, for integers; within
-    float64's own precision for float64, float32's for the other floating types)."""
-    tol = FLOAT64_TOL if getattr(expected, "dtype", None) == torch.float64 else 1e-5
-    atol, rtol = (tol if atol is None else atol), (tol if rtol is None else rtol)
+    float64's own precision for float64, whatever the tolerance asked; float32's, or the
+    tolerance asked, for the other floating types)."""
+    if getattr(expected, "dtype", None) == torch.float64:    # a float32 tolerance never
+        atol, rtol = (min(FLOAT64_TOL, t) if t is not None else FLOAT64_TOL  # hides float32
+                      for t in (atol, rtol))                                 # arithmetic
+    atol, rtol = (1e-5 if atol is None else atol), (1e-5 if rtol is None else rtol)
     if not isinstance(got, torch.Tensor):
         raise GradeFailure(f"{what}: rank {rank} returned {type(got).__name__}, expected a tensor")
     if got.shape != expected.shape or got.dtype != expected.dtype:

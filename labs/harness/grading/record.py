@@ -24,6 +24,7 @@ doctor (labs.doctor) streams them to a file; the graders only read the list.
 """
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import sys
@@ -459,12 +460,25 @@ def _start(self, *args, **kwargs):
     return _original_start(self, *args, **kwargs)
 
 
+_original_start_new_thread = _thread.start_new_thread
+
+
+def _start_new_thread(function, args, kwargs=None):
+    """The low-level door to a thread (`_thread.start_new_thread`, which threading.Thread
+    does not go through once imported): its thread records too."""
+    def recorded(*a, **kw):
+        with _Recorder():
+            return function(*a, **kw)
+    return _original_start_new_thread(recorded, args, kwargs or {})
+
+
 def install() -> None:
-    """Patch Work.wait, Work.is_completed and Thread.start (idempotent). Free until a
-    record is open."""
+    """Patch Work.wait, Work.is_completed, Thread.start and _thread.start_new_thread
+    (idempotent). Free until a record is open."""
     c10d_C.Work.wait = _wait
     c10d_C.Work.is_completed = _is_completed
     threading.Thread.start = _start
+    _thread.start_new_thread = _start_new_thread
 
 
 @contextlib.contextmanager
