@@ -1,9 +1,10 @@
 """Lesson 01 (labs/p2p.py): graders for ping_pong and pass_token.
 
-Besides the values and the method, a partner that behaves differently (a probe) proves that
-rank 0's results come from what arrived, not from a local computation: it adds another
-number than the lesson's partner would, and takes its time before replying, so that a
-round-trip time must include the reply.
+Besides the values and the method, partners that behave differently (probes), in the same
+launch, at every world size and on every case, prove that each side's results come from what
+arrived, not from a local computation: they add another number than the lesson's partner
+would, or send values of their own, and take their time before replying (a different time
+each round), so that each round-trip time must be that round's, reply included.
 """
 import time
 
@@ -24,45 +25,127 @@ def _case(shape, dtype):
     return f"shape {tuple(shape)}, {str(dtype).removeprefix('torch.')}"
 
 
-def ping_pong_worker(rank, world_size, impl, rounds):
+def _tags(done, peer):
+    """(tag of this rank's sends to `peer`, of its receives from it) in a graded call: a
+    probe standing in for this rank talks to the body with the body's own tags."""
+    def first(ops):
+        return next((e.tag for e in p2p_ops(done.events, ops=ops) if e.peer in (peer, None)), 0)
+    return first(("send", "isend")), first(("recv", "irecv"))
+
+
+ROUNDS = [3, 1, 4, 2]    # per case: a body that ignores `rounds` is wrong somewhere
+PROBE_ROUNDS = 3
+PROBE_SLEEP = 0.04      # the probe's pause before reply r is (r + 1) * PROBE_SLEEP: a round
+# trip lasts longer, and each round's time differs from the next by one pause ...
+# ... and before it posts each receive: gloo's send returns once the receive is posted, so a
+# clock around the send and the receive sees both pauses; around only one of them, one.
+PROBE_LATE_RECV = 0.05
+
+
+def ping_pong_worker(rank, world_size, impl):
+    """Every case on every rank; then, in the same launch, the probes: for every case a
+    partner that adds 2 (not 1) facing rank 0's body, and one that sends values of its own
+    facing rank 1's body; last, a partner that takes its time, for the clock."""
     ping_pong = implementation(impl, "p2p", "ping_pong")
+    body = getattr(ping_pong, "body", ping_pong)
     # Only rank 0's values matter; the others pass a tensor of the same shape and dtype.
-    return [call(ping_pong, seeded(0, shape, dtype, i) if rank == 0
-                 else torch.zeros(shape, dtype=dtype), rounds, case=_case(shape, dtype))
-            for i, (shape, dtype) in enumerate(CASES)]
+    calls = [call(ping_pong, seeded(0, shape, dtype, i) if rank == 0
+                  else torch.zeros(shape, dtype=dtype), rounds, case=_case(shape, dtype))
+             for i, ((shape, dtype), rounds) in enumerate(zip(CASES, ROUNDS))]
+    probes = []
+    for i, ((shape, dtype), rounds) in enumerate(zip(CASES, ROUNDS)):
+        start = seeded(0, shape, dtype, i)
+        send_tag, recv_tag = _tags(calls[i], 1 - rank) if rank < 2 else (0, 0)
+        dist.barrier()
+        if rank == 0:                       # the body, facing a partner that adds 2
+            replies, _ = body(start, rounds)
+            probes.append([r.clone() for r in replies])
+        elif rank == 1:
+            for _ in range(rounds):
+                buf = torch.empty_like(start)
+                dist.recv(buf, src=0, tag=recv_tag)
+                dist.send(buf + 2, dst=0, tag=send_tag)
+        dist.barrier()
+        sent = [seeded(0, shape, dtype, 50 + 10 * i + r) for r in range(rounds)]
+        if rank == 1:                       # the body, facing a partner with its own values
+            probes.append([t.clone() for t in body(torch.zeros_like(start), rounds)])
+        elif rank == 0:
+            for value in sent:
+                dist.send(value, dst=1, tag=send_tag)
+                dist.recv(torch.empty_like(value), src=1, tag=recv_tag)
+    dist.barrier()
+    timing = None
+    tensor = seeded(0, (6,), torch.float32, 7)
+    if rank == 0:
+        started = time.perf_counter()
+        _, seconds = body(tensor, PROBE_ROUNDS)
+        timing = (list(seconds), time.perf_counter() - started)
+    elif rank == 1:
+        send_tag, recv_tag = _tags(calls[0], 0)
+        for r in range(PROBE_ROUNDS):
+            buf = torch.empty_like(tensor)
+            time.sleep(PROBE_LATE_RECV)
+            dist.recv(buf, src=0, tag=recv_tag)
+            time.sleep((r + 1) * PROBE_SLEEP)
+            dist.send(buf + 1, dst=0, tag=send_tag)
+    return calls, probes, timing
 
 
 def pass_token_worker(rank, world_size, impl):
+    """Every case on every rank; then the probe: rank 0's body, facing partners that add
+    10 x rank (not rank), for every case."""
     pass_token = implementation(impl, "p2p", "pass_token")
-    return [call(pass_token, seeded(0, shape, dtype, i) if rank == 0
-                 else torch.zeros(shape, dtype=dtype), case=_case(shape, dtype))
-            for i, (shape, dtype) in enumerate(TOKEN_CASES)]
+    body = getattr(pass_token, "body", pass_token)
+    calls = [call(pass_token, seeded(0, shape, dtype, i) if rank == 0
+                  else torch.zeros(shape, dtype=dtype), case=_case(shape, dtype))
+             for i, (shape, dtype) in enumerate(TOKEN_CASES)]
+    probes = []
+    for i, (shape, dtype) in enumerate(TOKEN_CASES if world_size > 1 else []):
+        dist.barrier()
+        if rank == 0:
+            probes.append(body(seeded(0, shape, dtype, i)).clone())
+        else:
+            _, recv_tag = _tags(calls[i], rank - 1)
+            send_tag, _ = _tags(calls[i], (rank + 1) % world_size)
+            held = torch.empty(shape, dtype=dtype)
+            dist.recv(held, src=rank - 1, tag=recv_tag)
+            dist.send(held + 10 * rank, dst=(rank + 1) % world_size, tag=send_tag)
+    return calls, probes
 
 
 @pytest.mark.parametrize("world_size", [2, 3, 4, 5, 6, 7, 8])
 def test_ping_pong(impl, world_size):
-    rounds = 3
-    results = grade(ping_pong_worker, world_size, args=(impl, rounds), what="ping_pong")
-    for i, (shape, dtype) in enumerate(CASES):
+    results = grade(ping_pong_worker, world_size, args=(impl,), what="ping_pong")
+    for i, ((shape, dtype), rounds) in enumerate(zip(CASES, ROUNDS)):
         what = f"ping_pong({_case(shape, dtype)}, rounds={rounds})"
         start = seeded(0, shape, dtype, i)
-        check_untouched(results[0][i], rank=0, what=what, hint="send copies or new tensors instead")
-        _check_rank_0(results[0][i].result, start, rounds, what)
-        got1 = results[1][i].result
+        check_untouched(results[0][0][i], rank=0, what=what, hint="send copies or new tensors instead")
+        _check_rank_0(results[0][0][i].result, start, rounds, what)
+        got1 = results[1][0][i].result
         if not isinstance(got1, list) or len(got1) != rounds:
             raise GradeFailure(f"{what}: rank 1 must return the list of the {rounds} tensors "
                                f"it received, got {got1!r:.80}")
         for r, t in enumerate(got1):
             check_close(t, start + r, rank=1, what=f"{what}, tensor received in round {r}")
         for other in range(2, world_size):
-            if results[other][i].result is not None:
+            if results[other][0][i].result is not None:
                 raise GradeFailure(f"{what}: rank {other} takes no part and must return None")
+        # The probes: what each side returns is what arrived from the other.
+        for r, reply in enumerate(results[0][1][i]):
+            check_close(reply, start + 2 * (r + 1), rank=0, what=(
+                f"{what} with a partner that adds 2 per round (round {r}): rank 0's replies "
+                f"must be what arrived, not computed locally"))
+        for r, got in enumerate(results[1][1][i]):
+            check_close(got, seeded(0, shape, dtype, 50 + 10 * i + r), rank=1, what=(
+                f"{what} with a partner that sends values of its own (round {r}): rank 1 "
+                f"returns what it received each round"))
+    _check_clock(*results[0][2])
     check_p2p_only(results.trace, "ping_pong", builds="the exchange")
     # Really point to point: each round is one send from 0 to 1 and one from 1 to 0.
     for src, dst in ((0, 1), (1, 0)):
         sends = [e for e in p2p_ops(results.trace, src, ("send", "isend")) if e.peer == dst]
         recvs = [e for e in p2p_ops(results.trace, dst, ("recv", "irecv")) if e.peer in (src, None)]
-        expected = rounds * len(CASES)
+        expected = sum(ROUNDS)
         if len(sends) < expected or len(recvs) < expected:
             raise GradeFailure(f"ping_pong: expected {expected} messages from rank {src} to "
                                f"rank {dst} over all cases; the trace shows {len(sends)} sends "
@@ -70,74 +153,19 @@ def test_ping_pong(impl, world_size):
                                f"network, not be computed locally.")
 
 
-PROBE_SLEEP = 0.05      # the probe's pause before each reply: a round trip lasts longer
-# ... and before it posts each receive: gloo's send returns once the receive is posted, so a
-# clock around the send and the receive sees both pauses; around only one of them, one.
-PROBE_LATE_RECV = 0.05
-
-
-def ping_pong_probe_worker(rank, world_size, impl, rounds):
-    """Rank 0: the body under test. Rank 1: a probe that adds 2 (not 1), posts each receive
-    late and replies after a pause."""
-    body = getattr(implementation(impl, "p2p", "ping_pong"), "body", None)
-    tensor = seeded(0, (6,), torch.float32, 7)
-    dist.barrier()             # the probe's first pause starts when rank 0 starts
-    if rank == 0:
-        started = time.perf_counter()
-        replies, seconds = (body or implementation(impl, "p2p", "ping_pong"))(tensor, rounds)
-        return [r.clone() for r in replies], list(seconds), time.perf_counter() - started
-    for _ in range(rounds):
-        buf = torch.empty_like(tensor)
-        time.sleep(PROBE_LATE_RECV)
-        dist.recv(buf, src=0)
-        time.sleep(PROBE_SLEEP)
-        dist.send(buf + 2, dst=0)
-    return None
-
-
-def pass_token_probe_worker(rank, world_size, impl):
-    """Rank 0: the body under test. The others: a probe that adds 10 * rank, not rank."""
-    fn = implementation(impl, "p2p", "pass_token")
-    body = getattr(fn, "body", fn)
-    token = seeded(0, (3,), torch.float32, 5)
-    if rank == 0:
-        return body(token).clone()
-    held = torch.empty_like(token)
-    dist.recv(held, src=rank - 1)
-    dist.send(held + 10 * rank, dst=(rank + 1) % world_size)
-    return None
-
-
-@pytest.mark.grades("ping_pong")
-@pytest.mark.parametrize("world_size", [2])
-def test_ping_pong_replies_are_what_arrived(impl, world_size):
-    rounds = 3
-    replies, seconds, elapsed = grade(ping_pong_probe_worker, world_size, args=(impl, rounds),
-                                      what="ping_pong")[0]
-    start = seeded(0, (6,), torch.float32, 7)
-    for r, reply in enumerate(replies):
-        check_close(reply, start + 2 * (r + 1), rank=0, what=(
-            f"ping_pong with a partner that adds 2 per round (round {r}): rank 0's replies "
-            f"must be what arrived, not computed locally"))
-    # Both pauses, or only one: the threshold lies half a pause from each.
-    if min(seconds) < (PROBE_SLEEP + PROBE_LATE_RECV) * 0.75 or sum(seconds) > elapsed:
-        raise GradeFailure(f"ping_pong: the partner posted each receive "
-                           f"{PROBE_LATE_RECV * 1000:g} ms late and paused "
-                           f"{PROBE_SLEEP * 1000:g} ms before each reply, and the whole call "
-                           f"took {elapsed * 1000:.1f} ms, but "
-                           f"rank 0 measured round trips of "
-                           f"{', '.join(f'{s * 1000:.2f}' for s in seconds)} ms: time each "
-                           f"round from before the send to after the reply has arrived")
-
-
-@pytest.mark.grades("pass_token")
-@pytest.mark.parametrize("world_size", [2, 3])
-def test_pass_token_result_is_what_arrived(impl, world_size):
-    got = grade(pass_token_probe_worker, world_size, args=(impl,), what="pass_token")[0]
-    expected = seeded(0, (3,), torch.float32, 5) + 10 * sum(range(world_size))
-    check_close(got, expected, rank=0, what=(
-        f"pass_token with partners that add 10 x rank (world_size={world_size}): rank 0 "
-        f"must return the token that came back to it, not compute it"))
+def _check_clock(seconds, elapsed):
+    """Round r waited (r + 1) pauses plus the late receive: each time at least that, less
+    half a pause, and all of them within the call, so that a clock around the send only, an
+    average or a made-up number fails. (Load only makes rounds longer, and the call too.)"""
+    expected = [PROBE_LATE_RECV + (r + 1) * PROBE_SLEEP for r in range(PROBE_ROUNDS)]
+    if len(seconds) != PROBE_ROUNDS or sum(seconds) > elapsed or \
+            any(s < e - PROBE_SLEEP / 2 for s, e in zip(seconds, expected)):
+        raise GradeFailure(
+            f"ping_pong: the partner posted each receive {PROBE_LATE_RECV * 1000:g} ms late and "
+            f"paused {', '.join(f'{(r + 1) * PROBE_SLEEP * 1000:g}' for r in range(PROBE_ROUNDS))} "
+            f"ms before its replies, and the whole call took {elapsed * 1000:.1f} ms, but rank "
+            f"0 measured round trips of {', '.join(f'{s * 1000:.2f}' for s in seconds)} ms: "
+            f"time each round on its own, from before the send to after the reply has arrived")
 
 
 def _check_rank_0(got, start, rounds, what):
@@ -163,12 +191,16 @@ def test_pass_token(impl, world_size):
     for i, (shape, dtype) in enumerate(TOKEN_CASES):
         what = f"pass_token({_case(shape, dtype)}, world_size={world_size})"
         for rank in range(world_size):
-            check_untouched(results[rank][i], rank=rank, what=what, hint="return a new tensor")
-            check_fresh(results[rank][i], rank=rank, what=what,
+            done = results[rank][0][i]
+            check_untouched(done, rank=rank, what=what, hint="return a new tensor")
+            check_fresh(done, rank=rank, what=what,
                         hint="return a new tensor (with one rank: a copy of the token)")
             added = sum(range(world_size)) if rank == 0 else sum(range(rank + 1))
-            check_close(results[rank][i].result, seeded(0, shape, dtype, i) + added,
-                        rank=rank, what=what)
+            check_close(done.result, seeded(0, shape, dtype, i) + added, rank=rank, what=what)
+        if world_size > 1:
+            check_close(results[0][1][i], seeded(0, shape, dtype, i) + 10 * sum(range(world_size)),
+                        rank=0, what=f"{what} with partners that add 10 x rank: rank 0 must "
+                                     f"return the token that came back to it, not compute it")
     for rank in range(world_size if world_size > 1 else 0):
         prev = (rank - 1) % world_size
         recvs = p2p_ops(results.trace, rank, ("recv", "irecv"))
