@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 import inspect
 from dataclasses import dataclass, field
 
@@ -17,16 +18,47 @@ WATCHED_LABEL = "matmul seen by the grader"
 class Watched(torch.Tensor):
     """A tensor whose products show on the trace as compute spans (label WATCHED_LABEL), so a
     grader sees when the exercise computed, however it wrote the product: any torch function
-    that combines this tensor with another one (`@`, mm, einsum, linear, linalg.multi_dot,
-    tensordot, ...) is a span."""
+    that combines this tensor with another one into a result of the product's shape (`@`,
+    mm, einsum, linear, linalg.multi_dot, tensordot, ...) is a span; `type_as`, `to` and
+    other calls that only look at the other tensor are not. The tensor stays watched through
+    `as_subclass`; taking its values out of torch (numpy, tolist) is refused: the grader
+    could not see the product."""
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if len(_all_tensors((args, kwargs))) < 2:
+        if func in _ESCAPES:
+            raise GradeFailure(f"the weight left torch ({getattr(func, '__name__', func)}): the "
+                               f"grader sees when the product is computed only when torch "
+                               f"computes it; write block @ weight with torch")
+        if func is torch.Tensor.as_subclass:          # stays watched
+            return super().__torch_function__(func, types, (args[0], cls), {})
+        tensors = _all_tensors((args, kwargs))
+        if len(tensors) < 2:
             return super().__torch_function__(func, types, args, kwargs)
-        with tracing.span(WATCHED_LABEL):
-            return super().__torch_function__(func, types, args, kwargs)
+        event = tracing.TRACER._new("compute", label=WATCHED_LABEL)
+        out = super().__torch_function__(func, types, args, kwargs)
+        if _product_like(out, tensors):
+            event.t_done = time.perf_counter()
+        elif tracing.TRACER.events and tracing.TRACER.events[-1] is event:
+            tracing.TRACER.events.pop()               # not the product: no span
+        return out
+
+
+_ESCAPES = {torch.Tensor.numpy, torch.Tensor.tolist, torch.Tensor.__array__,
+            torch.Tensor.__dlpack__}
+
+
+def _product_like(out, tensors) -> bool:
+    """A result of the product's shape: (the other tensor's rows..., the weight's columns)."""
+    out = out[0] if isinstance(out, (tuple, list)) and out else out
+    weights = [t for t in tensors if isinstance(t, Watched)]
+    others = [t for t in tensors if not isinstance(t, Watched)]
+    if not (isinstance(out, torch.Tensor) and weights and others and out.dim() >= 1):
+        return False
+    weight = weights[0]
+    return tuple(out.shape) != tuple(weight.shape) and out.shape[-1] == weight.shape[-1] and \
+        any(tuple(out.shape[:-1]) == tuple(o.shape[:-1]) for o in others if o.dim() >= 1)
 
 
 def _all_tensors(x) -> list:

@@ -187,7 +187,8 @@ def pipelined_elements(tensor, segment_bytes=4 << 20):
 
 
 def pipelined_step_batches(tensor, segment_bytes=4 << 20):
-    """Correct: every segment of a step in one batch, then the adds."""
+    """Wrong: every segment of a step in one batch, waited, then the adds: nothing is on the
+    wire while it adds, and with one segment per chunk it is lesson 05's plain ring."""
     rank, n, nxt, prev = _ring()
     flat = tensor.view(-1)
     if n == 1:
