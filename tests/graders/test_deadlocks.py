@@ -44,12 +44,14 @@ def exchange_worker(rank, world_size, impl, name):
 def checked_worker(rank, world_size, impl):
     checked_exchange = implementation(impl, "deadlocks", "checked_exchange")
     out = []
-    for case in CHECKED:
-        try:
-            with in_case(case):
-                out.append(("returned", checked_exchange(_checked_tensor(rank, case), rank ^ 1)))
-        except ValueError as exc:
-            out.append(("ValueError", str(exc)))
+    for peer in _pairings(rank, world_size):       # the partner is `peer`, never guessed
+        for case in CHECKED:
+            try:
+                with in_case(f"{case}, peer {peer}"):
+                    out.append((peer, "returned",
+                                checked_exchange(_checked_tensor(rank, case), peer)))
+            except ValueError as exc:
+                out.append((peer, "ValueError", str(exc)))
     return out
 
 
@@ -95,8 +97,7 @@ def test_exchange_parity_ordered(impl, world_size):
 def test_checked_exchange(impl, world_size):
     results = grade(checked_worker, world_size, args=(impl,), what="checked_exchange")
     for rank in range(world_size):
-        peer = rank ^ 1
-        for case, (kind, value) in zip(CHECKED, results[rank]):
+        for case, (peer, kind, value) in zip(CHECKED * 2, results[rank]):
             mine, theirs = _checked_tensor(rank, case), _checked_tensor(peer, case)
             what = (f"checked_exchange: rank {rank} with {tuple(mine.shape)} {mine.dtype}, "
                     f"peer {peer} with {tuple(theirs.shape)} {theirs.dtype}")
