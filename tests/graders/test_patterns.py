@@ -16,10 +16,13 @@ EXCHANGE_SHAPES = [(2, 3), ((1 << 20) + 1,)]
 
 
 def exchange_grader_worker(rank, world_size, impl, dtype_name):
-    """Rank 0 is stage s, rank 1 is stage s + 1: both send at the same moment."""
+    """Rank 0 is stage s, rank 2 is stage s + 1 (rank 1 is another job's: idle): both send
+    at the same moment. The neighbour is the argument, never rank +- 1."""
+    if rank == 1:
+        return []
     name = "send_forward_recv_backward" if rank == 0 else "send_backward_recv_forward"
     fn = implementation(impl, "patterns", name)
-    return [call(fn, seeded(rank, shape, dtype_name, i), 1 - rank, must_complete=True,
+    return [call(fn, seeded(rank, shape, dtype_name, i), 2 - rank, must_complete=True,
                  case=f"{dtype_name}, shape {shape}")
             for i, shape in enumerate(EXCHANGE_SHAPES)]
 
@@ -31,10 +34,10 @@ EXCHANGE = "send_forward_recv_backward / send_backward_recv_forward"
 @pytest.mark.parametrize("dtype_name", ["float32", "int64"])
 def test_neighbour_exchange_head_to_head(impl, dtype_name):
     what = EXCHANGE
-    results = grade(exchange_grader_worker, 2, args=(impl, dtype_name), what=what)
+    results = grade(exchange_grader_worker, 3, args=(impl, dtype_name), what=what)
     for rank, calls in enumerate(results):
         for i, (shape, got) in enumerate(zip(EXCHANGE_SHAPES, calls)):
-            check_close(got.result, seeded(1 - rank, shape, dtype_name, i), rank=rank,
+            check_close(got.result, seeded(2 - rank, shape, dtype_name, i), rank=rank,
                         what=f"{what} ({dtype_name}, shape {shape})")
             check_fresh(got, rank=rank, what=what,
                         hint="receive into a new tensor (torch.empty_like)")
@@ -92,12 +95,14 @@ def rotate_grader_worker(rank, world_size, impl):
 
 
 LARGE_KV = ((1 << 18) + 1, 4)
+LARGE_V = (((1 << 18) + 1, 2), "float64")   # v need not be shaped like k (another head size)
 
 
 def _rotate_large(rotate_kv, rank):
-    """rotate_kv on large blocks too (the method on every size): (k_next, v_next)."""
-    k, v = seeded(rank, LARGE_KV, "float32", 2), seeded(rank, LARGE_KV, "float32", 3)
-    with in_case(f"k, v of shape {LARGE_KV}"):
+    """rotate_kv on large blocks too (the method on every size), v another shape and dtype
+    than k: (k_next, v_next)."""
+    k, v = seeded(rank, LARGE_KV, "float32", 2), seeded(rank, *LARGE_V, 3)
+    with in_case(f"k of shape {LARGE_KV}, v of shape {LARGE_V[0]} {LARGE_V[1]}"):
         k_next, v_next, works = rotate_kv(k, v)
     for w in works:
         w.wait()
@@ -119,9 +124,10 @@ def test_rotate_kv(impl, world_size):
                     what=f"{what}: k_next (should be rank {prev}'s k)")
         check_close(r["v_next"], seeded(prev, (2, 3), "float32", 1), rank=rank,
                     what=f"{what}: v_next (should be rank {prev}'s v)")
-        for name, got, salt in (("k_next", r["large"][0], 2), ("v_next", r["large"][1], 3)):
-            check_close(got, seeded(prev, LARGE_KV, "float32", salt), rank=rank,
-                        what=f"{what}, shape {LARGE_KV}: {name} (should be rank {prev}'s)")
+        for name, got, (shape, dtype), salt in (("k_next", r["large"][0], (LARGE_KV, "float32"), 2),
+                                                ("v_next", r["large"][1], LARGE_V, 3)):
+            check_close(got, seeded(prev, shape, dtype, salt), rank=rank,
+                        what=f"{what}, shape {shape} {dtype}: {name} (should be rank {prev}'s)")
         if not r["fresh"]:
             raise GradeFailure(f"{what}: rank {rank} received into k or v; receive into new "
                                f"tensors (they are being sent and used for compute)")
