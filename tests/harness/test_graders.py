@@ -390,6 +390,62 @@ WRONG += [
      "never had two receives in flight"),
 ]
 
+# Fourth round: written by a red team that read the stubs, the graders and the bodies above
+# (tests/graders/bodies/red_*.py, names as they wrote them): probes on every case and world
+# size, the partner given as an argument, v shaped unlike k, gradients that are not tensors
+# of their own or a kept buffer, state a call leaves behind, lists that are tuples.
+R = "red_"
+ARRIVED = ("must be what arrived", "returns what it received", "came back to it")
+WRONG += [
+    (test_p2p.test_ping_pong, 3, R + "p2p:pp_fixed_three", "the method sends 1"),
+    (test_p2p.test_ping_pong, 2, R + "p2p:pp_avg_seconds", "time each round on its own"),
+    (test_p2p.test_ping_pong, 2, R + "p2p:pp_fake_seconds", "time each round on its own"),
+    (test_p2p.test_ping_pong, 3, R + "p2p:pp_rank1_from_first", ARRIVED),
+    (test_p2p.test_ping_pong, 5, R + "p2p:pp_local_beyond_two", ARRIVED),
+    (test_p2p.test_ping_pong, 2, R + "p2p:pp_int_dtypes_local", ARRIVED),
+    (test_p2p.test_pass_token, 4, R + "p2p:pt_local_beyond_three", ARRIVED),
+    (test_batching.test_all_pairs_exchange, 3, R + "batching:pairs_no_contiguous",
+     "has to be contiguous"),
+    (test_waiting.test_overlapped_step, 2, R + "waiting:step_float32_product", "is wrong at"),
+    (test_deadlocks.test_checked_exchange, 4, R + "deadlocks:checked_rank_xor", PARTNERS),
+    (test_patterns.test_rotate_kv, 3, R + "patterns:rotate_v_like_k", "the method receives"),
+    (test_patterns.test_neighbour_exchange_head_to_head, "float32", R + "pipeline_peer:", HUNG),
+    (test_snippets.test_fixed_average_gradients, 2, R + "snippets:avg_float32_arith",
+     "is wrong at"),
+    (test_gradients.test_average_gradients_ring, 3, R + "gradients:ring_avg_grads_in_kept_buffer",
+     "a buffer (or list) you keep and reuse"),
+    (test_gradients.test_average_gradients_bucketed, 3, R + "gradients:bucketed_kept_views",
+     "a buffer (or list) you keep and reuse"),
+    (test_gradients.test_average_gradients_all_to_all, 3,
+     R + "gradients:a2a_result_buffer_by_shape", "in the same memory"),
+    (test_gradients.test_average_gradients_all_to_all, 3, R + "gradients:a2a_modules_iteration",
+     "the method moves"),
+    (test_gradients.test_average_gradients_all_to_all, 3, R + "gradients:a2a_skips_zero_grads",
+     ("SIGABRT", HUNG, "the method moves", "never sent")),
+    (test_gradients.test_average_gradients_ring, 3, R + "gradients:ring_avg_reseeds",
+     "random generator"),
+    (test_gradients.test_average_gradients_ring, 3, R + "gradients:ring_avg_hook_left_behind",
+     "left a hook"),
+    (test_collectives.test_p2p_gather, 3, R + "collectives:gather_returns_tuple",
+     "expected a list"),
+    (test_collectives.test_p2p_all_gather, 3, R + "collectives:all_gather_returns_tuple",
+     "expected a list"),
+]
+RIGHT += [
+    (test_waiting.test_overlapped_step, 2, R + "waiting:step_type_as_first"),
+    (test_waiting.test_overlapped_step, 3, R + "waiting:step_shape_check_first"),
+    (test_gradients.test_average_gradients_ring, 3, R + "gradients:ring_avg_default_arg"),
+    (test_gradients.test_average_gradients_bucketed, 3, R + "gradients:bucketed_default_arg"),
+    (test_gradients.test_average_gradients_ring, 3, R + "gradients:ring_avg_via_object"),
+    (test_collectives.test_p2p_broadcast, 4, R + "collectives:broadcast_blocking_pg_group"),
+    (test_collectives.test_p2p_gather, 3, R + "collectives:gather_into_one_buffer"),
+    (test_collectives.test_p2p_all_gather, 3, R + "collectives:all_gather_forward_scratch"),
+    (test_collectives.test_p2p_all_to_all, 3, R + "collectives:all_to_all_zip_style"),
+    (test_gradients.test_average_gradients_all_to_all, 3, R + "gradients:a2a_peer_major"),
+    (test_gradients.test_average_gradients_ring, 3, R + "gradients:ring_avg_sorted_by_name"),
+    (test_gradients.test_average_gradients_bucketed, 3, R + "gradients:bucketed_generator_style"),
+]
+
 GRADERS = list(dict.fromkeys((grader, arg) for grader, arg, *_ in WRONG + RIGHT))
 
 
