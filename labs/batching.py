@@ -308,7 +308,9 @@ def all_pairs_exchange(chunks):
     """Every rank sends chunks[j] to rank j; chunk lengths differ and are not known in advance.
 
     `chunks` is a list of world_size 1-D tensors of one dtype (the same dtype on every
-    rank); chunks[j] is for rank j (chunks[rank] stays here). Lengths may differ per peer
+    rank), contiguous or not (a view such as x[::2] too: gloo sends contiguous memory only,
+    so send a contiguous copy of such a chunk); chunks[j] is for rank j (chunks[rank] stays
+    here). Lengths may differ per peer
     and may be 0. Returns a list `received` of world_size new tensors: received[i] is rank
     i's chunks[rank]; received[rank] is a copy of chunks[rank].
 

@@ -49,7 +49,8 @@ METHODS = {
                                                   "next stage"),
     "patterns.send_backward_recv_forward": Method("one send to and one receive from the "
                                                   "previous stage"),
-    "patterns.rotate_kv": Method(RING + ": k and v each way", returns_requests=True),
+    "patterns.rotate_kv": Method(RING + ": k and v each way", returns_requests=True,
+                                 ordered=False),
     "algorithms.tree_broadcast": Method("the binomial tree: rank {rank} receives once from "
                                         "its parent, then sends to its children",
                                         writes=(0,), returns="input", compare="routing"),

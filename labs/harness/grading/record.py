@@ -257,7 +257,7 @@ class _Recorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func.namespace not in _NAMESPACES:
-            if _WORKS and not func.is_view and func._opname not in _NO_DATA:
+            if _WORKS and not _CHECKING and not func.is_view and func._opname not in _NO_DATA:
                 _used_in_flight(func._opname, args, kwargs)
             return func(*args, **(kwargs or {}))
         announced = _announce(func, args) if _LISTENERS else []
@@ -361,7 +361,7 @@ def _watch(work, op, args, event=None):
     op.work_id = id(work)
     flight = _InFlight(op, event=event)
     tensors = _tensors(args[0])
-    if op.kind == "send":
+    if op.kind == "send":           # in __torch_dispatch__: the record's own clones pass by
         flight.sent = [(t, t.detach().clone()) for t in tensors]
     elif op.kind == "recv":
         # A view shares its version counter with the rest of its base: only whole tensors
@@ -371,12 +371,22 @@ def _watch(work, op, args, event=None):
     _WORKS[id(work)] = (work, flight)
 
 
+_CHECKING: list = []       # non-empty while the record compares buffers: not the body's use
+
+
 def _done(work, waited=False):
     _POLLED.pop(id(work), None)
     entry = _WORKS.pop(id(work), None)
     if entry is None or entry[0] is not work:
         return
-    flight = entry[1]
+    _CHECKING.append(True)
+    try:
+        _check_buffers(entry[1], waited)
+    finally:
+        _CHECKING.pop()
+
+
+def _check_buffers(flight, waited):
     flight.op.waited = True
     if flight.event is not None:       # an op the record put on the timeline: its wait too
         _trace_wait(flight.event, waited)

@@ -120,7 +120,8 @@ def all_pairs_same_at_one_rank(chunks):
 
 
 def all_pairs_by_peer(chunks):
-    """Correct: per-peer (send, receive) pairs, lengths as a dict, receives first."""
+    """Wrong on a strided chunk (sent as is: gloo refuses it); per-peer (send, receive)
+    pairs, lengths as a dict, receives first."""
     rank, n = dist.get_rank(), dist.get_world_size()
     out = {rank: chunks[rank].clone()}
     peers = [p for p in range(n) if p != rank]

@@ -99,7 +99,8 @@ def ring_shift_normalised_isend(tensor, k):
 
 
 def all_pairs_receives_first_monitored(chunks):
-    """The two phases, receives before sends, a monitored barrier at the end."""
+    """The two phases, receives before sends, a monitored barrier at the end; wrong on a
+    strided chunk (sent as is)."""
     from labs.batching import DATA_TAG, SIZE_TAG
     rank, n = dist.get_rank(), dist.get_world_size()
     received = [c.clone() if i == rank else None for i, c in enumerate(chunks)]
