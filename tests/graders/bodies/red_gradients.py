@@ -1,4 +1,5 @@
-"""Probe bodies for lesson 06 (gradients)."""
+"""Red-team bodies for lesson 06 (gradients), as they were written; listed in
+tests/harness/test_graders.py."""
 import torch
 import torch.distributed as dist
 
@@ -10,59 +11,7 @@ def _params(model):
     return [p for p in model.parameters() if p.grad is not None]
 
 
-def _a2a(model, combine):
-    rank, ws = dist.get_rank(), dist.get_world_size()
-    params = _params(model)
-    if ws == 1:
-        return None
-    sent = [p.grad.contiguous() for p in params]
-    recv = [[g if q == rank else torch.empty_like(g) for q in range(ws)] for g in sent]
-    ops = []
-    for g, bufs in zip(sent, recv):
-        for q in range(ws):
-            if q != rank:
-                ops.append(dist.P2POp(dist.isend, g, q))
-                ops.append(dist.P2POp(dist.irecv, bufs[q], q))
-    for w in dist.batch_isend_irecv(ops):
-        w.wait()
-    for p, bufs in zip(params, recv):
-        p.grad.copy_(combine(bufs, rank, ws).view_as(p.grad))
-    return None
-
-
 # ---------------- WRONG ----------------
-
-def a2a_float32_math(model):
-    """W: sums and divides in float32 ("fast math"), copy_ casts back: float64 gradients
-    lose half their bits (messages stay float64)."""
-    def combine(bufs, rank, ws):
-        total = torch.zeros_like(bufs[0], dtype=torch.float32)
-        for b in bufs:
-            total += b.float()
-        return total / ws
-    return _a2a(model, combine)
-
-
-def a2a_own_first(model):
-    """W: own gradient first, then the others: each rank rounds differently."""
-    def combine(bufs, rank, ws):
-        total = bufs[rank].clone()
-        for q, b in enumerate(bufs):
-            if q != rank:
-                total += b
-        return total / ws
-    return _a2a(model, combine)
-
-
-def a2a_mean_of_stack_desc(model):
-    """W?: rank order reversed (W-1 .. 0) on every rank: same bits everywhere, not the
-    order asked for (control)."""
-    def combine(bufs, rank, ws):
-        total = bufs[-1].clone()
-        for b in reversed(bufs[:-1]):
-            total += b
-        return total / ws
-    return _a2a(model, combine)
 
 
 _KEPT = {}
@@ -86,20 +35,6 @@ def ring_avg_grads_in_kept_buffer(model):
         flat /= dist.get_world_size()
         for p, piece in zip(params, flat.split([p.numel() for p in params])):
             p.grad = piece.view_as(p)
-    return None
-
-
-def ring_avg_float32_divide(model):
-    """W: the ring per dtype, then the division done as flat.float() / ws copied back."""
-    by = {}
-    for p in _params(model):
-        by.setdefault(p.dtype, []).append(p)
-    for params in by.values():
-        flat = torch.cat([p.grad.reshape(-1) for p in params])
-        ring_all_reduce(flat)
-        flat.copy_(flat.float() / dist.get_world_size())
-        for p, piece in zip(params, flat.split([p.numel() for p in params])):
-            p.grad.copy_(piece.view_as(p))
     return None
 
 
@@ -138,31 +73,6 @@ def ring_avg_hook_left_behind(model):
         if p.requires_grad and not getattr(p, "_probe_hooked", False):
             p.register_hook(lambda g: g / ws)
             p._probe_hooked = True
-    return None
-
-
-def a2a_bf16_wire_for_float32(model):
-    """W (control): float32 grads sent as bfloat16 -- should fail (dtype)."""
-    rank, ws = dist.get_rank(), dist.get_world_size()
-    params = _params(model)
-    if ws == 1:
-        return None
-    sent = [p.grad.to(torch.bfloat16) if p.dtype == torch.float32 else p.grad.contiguous()
-            for p in params]
-    recv = [[None if q == rank else torch.empty_like(g) for q in range(ws)] for g in sent]
-    ops = []
-    for g, bufs in zip(sent, recv):
-        for q in range(ws):
-            if q != rank:
-                ops += [dist.P2POp(dist.isend, g, q), dist.P2POp(dist.irecv, bufs[q], q)]
-    for w in dist.batch_isend_irecv(ops):
-        w.wait()
-    for p, g, bufs in zip(params, sent, recv):
-        bufs[rank] = g
-        total = bufs[0].to(p.dtype).clone()
-        for b in bufs[1:]:
-            total += b.to(p.dtype)
-        p.grad.copy_(total / ws)
     return None
 
 
