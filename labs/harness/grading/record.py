@@ -257,8 +257,7 @@ class _Recorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func.namespace not in _NAMESPACES:
-            if _WORKS and not _CHECKING and not func.is_view and func._opname not in _NO_DATA:
-                _used_in_flight(func._opname, args, kwargs)
+            _used_in_flight(func, args, kwargs)
             return func(*args, **(kwargs or {}))
         announced = _announce(func, args) if _LISTENERS else []
         try:
@@ -319,9 +318,12 @@ def overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a0 < b1 and b0 < a1
 
 
-def _used_in_flight(name, args, kwargs):
+def _used_in_flight(func, args, kwargs):
     """A computation that reads (or writes) a receive's buffer before its wait: the data may
     not be there yet, and on gloo it usually is, so only the record can tell."""
+    if not _WORKS or _CHECKING or func.is_view or func._opname in _NO_DATA:
+        return
+    name = func._opname
     flights = [flight for _, flight in list(_WORKS.values())
                if flight.buffers and not flight.op.changed_in_flight]
     if not flights:
