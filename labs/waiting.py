@@ -124,8 +124,9 @@ def racy_ring_shift(rank, world_size, late_rank=None):
 
     With `late_rank` set, the race is made reproducible: the rank before `late_rank` lets
     it post its ops only once its own receive has landed (a small message with tag
-    LATE_TAG). That is exactly what a slow rank does at random on a real cluster.
-    Returns this rank's value after the "shift".
+    LATE_TAG). That is exactly what a slow rank does at random on a real cluster. Ranks 1
+    and 2 then always end with 1.0; rank 0 with 3.0 or 1.0, as rank 2's own send and receive
+    race too. Returns this rank's value after the "shift".
     """
     nxt, prev = _ring(rank, world_size)
     t = torch.tensor([float(rank + 1)])

@@ -49,8 +49,11 @@ def recv_wait_does_not_cover_send():
              "is what the send carries on")
 def same_tensor_send_recv_is_a_race():
     got = list(launch(lesson.racy_ring_shift, 3, args=(2,), quiet=True))
-    return ClaimResult(got == [3.0, 1.0, 1.0], f"ranks hold 1, 2, 3; with rank 2 late the "
-                                               f"shift left {got} (a correct one: [3.0, 1.0, 2.0])")
+    # Ranks 1 and 2 are certain; rank 0 ends with 3.0 or 1.0: rank 2's own send and receive
+    # race the same way, and which lands first differs from run to run.
+    return ClaimResult(got[1:] == [1.0, 1.0] and got[0] in (1.0, 3.0),
+                       f"ranks hold 1, 2, 3; with rank 2 late, ranks 1 and 2 were left with "
+                       f"{got[1:]} (a correct shift: [1.0, 2.0])")
 
 
 @claim("03", "on gloo a second wait() on the same Work blocks until the timeout")
