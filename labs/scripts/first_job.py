@@ -43,8 +43,11 @@ def main():
     dist.init_process_group("gloo", init_method="env://", timeout=TIMEOUT)
     try:
         total, received = work(rank, world_size)
+        # One write per line: torchrun runs python -u (unbuffered), where print() writes the
+        # text and its newline separately, and ranks sharing a terminal mix lines mid-line.
         print(f"rank {rank} of {world_size} (local rank {local_rank}): all_reduce sum "
-              f"{total:g}, received {received:g} from rank {(rank - 1) % world_size}", flush=True)
+              f"{total:g}, received {received:g} from rank {(rank - 1) % world_size}\n",
+              end="", flush=True)
     finally:
         dist.destroy_process_group()    # also after an error: leave the group cleanly
 

@@ -28,7 +28,9 @@ SHARD_SIZES = (3, 5, 4, 4)      # rank r holds SHARD_SIZES[r % 4] values
 
 
 def say(rank, text):
-    print(f"rank {rank}: {text}", flush=True)
+    # The newline inside the text: one write per line (torchrun runs python -u, where
+    # print() writes text and newline separately, and ranks' lines mix mid-line).
+    print(f"rank {rank}: {text}\n", end="", flush=True)
 
 
 def swap_with(peer, mine, their_size):

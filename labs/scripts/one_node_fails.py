@@ -14,7 +14,9 @@ import torch.distributed as dist
 dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
 total = torch.tensor([1.0])
 dist.all_reduce(total)
-print(f"rank {dist.get_rank()} result: {total.item():g}", flush=True)
+# The newline inside the text: one write per line. torchrun runs python -u (unbuffered),
+# where print() writes the text and its newline separately: two ranks' lines can mix.
+print(f"rank {dist.get_rank()} result: {total.item():g}\n", end="", flush=True)
 dist.destroy_process_group()
 if os.environ["GROUP_RANK"] == "1" and os.environ["LOCAL_RANK"] == "0":
     sys.exit(3)

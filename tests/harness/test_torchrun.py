@@ -80,9 +80,8 @@ def _env(token: str = "") -> dict:
     # torchrun starts its workers in sessions of their own: killing an agent's group does not
     # reach them. Every process of a run inherits this marker, so none can outlive the test.
     env[MARKER] = token
-    # What a reader's shell would have: no pytest/xdist variables. And buffered stdout:
-    # with PYTHONUNBUFFERED, print() writes the text and its newline separately, and the
-    # lines of processes sharing torchrun's stdout can interleave mid-line.
+    # What a reader's shell would have: no pytest/xdist variables. (torchrun runs its workers
+    # as `python -u` anyway: the scripts write each line in one call, or lines mix mid-line.)
     for key in [k for k in env if k.startswith("PYTEST_") or k == "PYTHONUNBUFFERED"]:
         env.pop(key)
     return env
@@ -119,7 +118,7 @@ def _stacks(token: str, pid: int) -> str:
     for pid in sorted(mine):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = " ".join(f.read().decode(errors="replace").split())
+                cmd = " ".join(f.read().replace(b"\0", b" ").decode(errors="replace").split())
         except OSError:
             continue
         try:
