@@ -23,6 +23,9 @@ PARTNERS = "in this method rank"
 SIZES = ("the method sends", "the method has", "no message holds more than")
 FRESH = ("returned a tensor it was given", "shares memory with an argument")
 ROAD = "while graded, data travels only through the process group"
+# The order of posts and waits against the reference's (grading/order.py)
+STEPS = "the method waits for that request first"
+PIPELINE = "the pipeline forwards each segment as soon as it is reduced"
 STAR = ("in this method rank", "never received", "never sent", "the method sends", "the method receives")
 
 # (grader, world size, body in tests/graders/bodies/<lesson>.py, what the failure must say)
@@ -45,7 +48,7 @@ WRONG = [
     (test_batching.test_ring_shift, 4, "batching:shift_relay", "not relayed through the ranks"),
     (test_batching.test_ring_shift, 2, "batching:shift_same_at_k0", FRESH),
     (test_batching.test_all_pairs_exchange, 3, "batching:all_pairs_data_in_size_batch",
-     "in the batch of lengths"),
+     ("in the batch of lengths", STEPS)),
     (test_batching.test_all_pairs_exchange, 1, "batching:all_pairs_same_at_one_rank", FRESH),
     (test_waiting.test_safe_ring_shift, 2, "waiting:shift_not_waited",
      ("still in flight", "never waited for")),
@@ -81,7 +84,7 @@ WRONG = [
     (test_ring.test_pipelined_ring_all_reduce, 2, "ring:pipelined_builtin",
      BUILTIN),
     (test_ring.test_pipelined_ring_all_reduce, 2, "ring:pipelined_unsegmented",
-     SIZES),
+     SIZES + (PIPELINE,)),
     (test_ring.test_pipelined_ring_all_reduce, 2, "ring:pipelined_elements",
      SIZES),
     (test_gradients.test_average_gradients_all_to_all, 2, "gradients:a2a_all_reduce",
@@ -141,7 +144,7 @@ WRONG += [
     (test_ring.test_ring_all_reduce, 6, U + "ring_builtin_for_large_worlds", BUILTIN),
     (test_waiting.test_safe_ring_shift, 2, U + "shift_sends_never_waited", "never waited for"),
     (test_ring.test_ring_all_reduce, 3, U + "ring_sends_waited_at_the_end",
-     "written before the send was waited"),
+     ("written before the send was waited", STEPS)),
     (test_waiting.test_safe_ring_shift, 2, U + "shift_cached_result",
      "changed what an earlier call returned"),
     (test_collectives.test_p2p_all_gather, 2, U + "all_gather_cached_list",
@@ -231,7 +234,7 @@ WRONG += [
     (test_collectives.test_p2p_broadcast, 3, U4 + "broadcast_echo", ROOT),
     (test_waiting.test_overlapped_step, 2, U4 + "step_pg_waits_first", "before computing"),
     (test_ring.test_pipelined_ring_all_reduce, 3, U5 + "pipelined_plain_ring_for_integers",
-     SIZES),
+     SIZES + (PIPELINE,)),
     (test_patterns.test_neighbour_exchange_head_to_head, "float32",
      U5 + "backward_receives_into_grad", "changed its argument `input_grad`"),
     (test_batching.test_exchange_with_neighbours, 3, U5 + "neighbours_right_twice",
@@ -383,10 +386,10 @@ WRONG += [
     (test_collectives.test_p2p_gather, 3, M + "gather_sends_twice", STAR),
     (test_algorithms.test_tree_broadcast, 5, M + "tree_star_for_small", "a binomial tree needs"),
     (test_ring.test_pipelined_ring_all_reduce, 3, M + "pipelined_one_segment_at_a_time",
-     "never had two receives in flight"),
+     ("never had two receives in flight", PIPELINE)),
     # one step at a time, whole: with one segment per chunk, lesson 05's plain ring
     (test_ring.test_pipelined_ring_all_reduce, 3, "ring:pipelined_step_batches",
-     "never had two receives in flight"),
+     ("never had two receives in flight", PIPELINE)),
 ]
 
 # Fourth round: written by a red team that read the stubs, the graders and the bodies above
@@ -449,6 +452,45 @@ RIGHT += [
     (test_gradients.test_average_gradients_all_to_all, 3, R + "gradients:a2a_peer_major"),
     (test_gradients.test_average_gradients_ring, 3, R + "gradients:ring_avg_sorted_by_name"),
     (test_gradients.test_average_gradients_bucketed, 3, R + "gradients:bucketed_generator_style"),
+]
+
+# Fifth round, a second red team (tests/graders/bodies/red2_*.py): results kept in two
+# buffers used in turn (a later call overwrites them), a step's sends waited only at the
+# end, a pipeline that forwards a whole step at a time; the product written other ways.
+R2 = "red2_"
+KEPT = "a buffer (or list) you keep and reuse"
+WRONG += [
+    (test_waiting.test_safe_ring_shift, 3, R2 + "waiting:shift_double_buffered", KEPT),
+    (test_collectives.test_p2p_all_gather, 3, R2 + "collectives:all_gather_double_buffered", KEPT),
+    (test_batching.test_exchange_with_neighbours, 3, R2 + "batching:neighbours_double_buffered",
+     KEPT),
+    (test_p2p.test_pass_token, 3, R2 + "p2p:pass_token_double_buffered", KEPT),
+    (test_snippets.test_fixed_average_gradients, 2, R2 + "snippets:fixed_average_double_buffered",
+     KEPT),
+    (test_patterns.test_rotate_kv, 3, R2 + "patterns:rotate_double_buffered", KEPT),
+    (test_deadlocks.test_exchange_batched, 2, R2 + "deadlocks:batched_double_buffered", KEPT),
+    (test_collectives.test_p2p_all_gather, 4, R2 + "collectives:all_gather_waits_receive_only",
+     STEPS),
+    (test_batching.test_all_pairs_exchange, 3, R2 + "batching:all_pairs_waits_size_receives_only",
+     STEPS),
+    (test_ring.test_pipelined_ring_all_reduce, 3, R2 + "ring:pipelined_step_synchronous",
+     PIPELINE),
+]
+RIGHT += [
+    (test_waiting.test_overlapped_step, 2, R2 + "waiting:step_linear"),
+    (test_waiting.test_overlapped_step, 3, R2 + "waiting:step_transposed_product"),
+    (test_waiting.test_overlapped_step, 2, R2 + "waiting:step_row_chunks"),
+    (test_waiting.test_safe_ring_shift, 3, R2 + "waiting:shift_empty_plus_copy"),
+    (test_batching.test_ring_shift, 3, R2 + "batching:ring_shift_isend_first_blocking_recv"),
+    (test_batching.test_all_pairs_exchange, 4, R2 + "batching:all_pairs_skips_empty"),
+    (test_deadlocks.test_checked_exchange, 4, R2 + "deadlocks:checked_meta_blocking_then_batched"),
+    (test_p2p.test_pass_token, 5, R2 + "p2p:pass_token_isend_chain"),
+    (test_collectives.test_p2p_gather, 3, R2 + "collectives:gather_stack_unbind"),
+    (test_patterns.test_rotate_kv, 3, R2 + "patterns:rotate_explicit_group_tuple"),
+    (test_ring.test_pipelined_ring_all_reduce, 3, R2 + "ring:pipelined_window"),
+    (test_ring.test_pipelined_ring_all_reduce, 4, R2 + "ring:pipelined_balanced_segments"),
+    (test_ring.test_ring_all_reduce, 5, R2 + "ring:ring_padded"),
+    (test_ring.test_ring_reduce_scatter, 3, R2 + "ring:rs_tagged_group_none"),
 ]
 
 GRADERS = list(dict.fromkeys((grader, arg) for grader, arg, *_ in WRONG + RIGHT))

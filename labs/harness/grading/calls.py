@@ -50,15 +50,23 @@ _ESCAPES = {torch.Tensor.numpy, torch.Tensor.tolist, torch.Tensor.__array__,
 
 
 def _product_like(out, tensors) -> bool:
-    """A result of the product's shape: (the other tensor's rows..., the weight's columns)."""
+    """A result of the product or of a part of it, either way round: with the watched weight
+    (k, m) and the other tensor x, (x's rows..., m) where x has k columns, or (m, x's
+    columns...) where x has k rows (weight.T @ block.T). Rows of the block at a time count;
+    `type_as`, `to` (the weight's own shape, no contraction with x) do not."""
     out = out[0] if isinstance(out, (tuple, list)) and out else out
     weights = [t for t in tensors if isinstance(t, Watched)]
-    others = [t for t in tensors if not isinstance(t, Watched)]
+    others = [t for t in tensors if not isinstance(t, Watched) and t.dim() >= 1]
     if not (isinstance(out, torch.Tensor) and weights and others and out.dim() >= 1):
         return False
-    weight = weights[0]
-    return tuple(out.shape) != tuple(weight.shape) and out.shape[-1] == weight.shape[-1] and \
-        any(tuple(out.shape[:-1]) == tuple(o.shape[:-1]) for o in others if o.dim() >= 1)
+    k, m = _WEIGHT_SHAPE[0] if _WEIGHT_SHAPE else tuple(weights[0].shape[-2:])
+    shape = tuple(out.shape)
+    return any((shape[-1] == m and o.shape[-1] == k and shape[:-1] == tuple(o.shape[:-1])) or
+               (shape[0] == m and o.shape[0] == k and shape[1:] == tuple(o.shape[1:]))
+               for o in others)
+
+
+_WEIGHT_SHAPE: list = []      # (k, m) of the weight last watched: its views keep no attribute
 
 
 def _all_tensors(x) -> list:
@@ -72,6 +80,7 @@ def _all_tensors(x) -> list:
 
 
 def watched(tensor: torch.Tensor) -> torch.Tensor:
+    _WEIGHT_SHAPE[:] = [tuple(tensor.shape)] if tensor.dim() == 2 else []
     return tensor.as_subclass(Watched)
 
 

@@ -30,6 +30,8 @@ class Method:
     returns: "fresh" (new tensors), "input" (its first argument, in place), "view" (a view
              of an argument), "nothing" (None), or "any".
     returns_requests: it hands back Works for the caller to wait (not waited inside).
+    pipelined: each send is posted no later, against the waits, than the reference's
+             (order.py); every method waits its requests no later than the reference.
     compare: how much of the reference's communication is the method:
              "exact":   partners, and each message's size and dtype (in order, if ordered);
              "counts":  partners and dtypes; the number of messages per peer; no message
@@ -47,6 +49,7 @@ class Method:
     returns: str = "fresh"
     returns_requests: bool = False
     compare: str = "exact"
+    pipelined: bool = False
 
 
 def _messages(ops, kind, empty=False) -> dict:

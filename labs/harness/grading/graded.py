@@ -17,10 +17,13 @@ every call, in the worker, by one piece of code rather than by each grader.
 """
 from __future__ import annotations
 
+import gc
 import importlib
 import inspect
 import os
 import sys
+import time
+import weakref
 from dataclasses import replace
 
 import torch
@@ -33,6 +36,7 @@ from labs.harness.grading import lessons
 from labs.harness.grading.channels import SideChannel, closed_roads
 from labs.harness.grading.compare import Method, differences
 from labs.harness.grading.methods import METHODS
+from labs.harness.grading.order import order_problems
 from labs.harness.grading.record import forbidding, install, outstanding, overlap, record
 from labs.harness.grading.run import GradeFailure
 from labs.harness.grading.state import (copy_args, grads_problems, memory_problems, places,
@@ -130,8 +134,9 @@ class GradedBody:
             problems += self._problems(ops, ops if expected is None else expected, args,
                                        before, result, method)
         if again is not None and not problems:
+            box, again = [again], None      # _call_again holds the only reference: it drops it
             problems = self._call_again((result, [a for i, a in enumerate(args)
-                                                  if i in self.method.writes]), again)
+                                                  if i in self.method.writes]), box)
         self._raise_if(problems)
         if not self.method.returns_requests:      # those results fill in after return
             with torch._C.DisableTorchFunctionSubclass():
@@ -141,8 +146,8 @@ class GradedBody:
     def _probes(self) -> bool:
         """Call the body again after this call? Every call that returns new tensors (a
         buffer kept for some cases only shows in those cases), once a launch otherwise."""
-        if self.method.returns_requests:
-            return False
+        if self.method.returns_requests:    # what it returns: kept by the body after?
+            return not self._probed
         if self.method.returns == "nothing":     # what it wrote may be a buffer it keeps
             return bool(self.method.writes) and not self._probed
         return self.method.returns in ("fresh", "any") or not self._probed
@@ -153,32 +158,51 @@ class GradedBody:
             first, *more = dict.fromkeys(problems)
             raise GradeFailure(first + (f" (and {len(more)} more problem(s))" if more else ""))
 
-    def _call_again(self, kept, again) -> list[str]:
+    def _call_again(self, kept, box) -> list[str]:
         """Call the body again on inputs of the same shapes and other values (every rank
-        does), and check that the first result is still what it was (not a buffer the body
-        keeps and reuses)."""
+        does), and check that the first result is still what it was, and that the second
+        call's results (and gradients) die with the caller's references: not a buffer (or
+        list) the body keeps and reuses, whether the next call or a later one overwrites it."""
         self._probed = True
+        requests = self.method.returns_requests     # the first call's are still in flight
         with torch._C.DisableTorchFunctionSubclass():
-            values = [t.detach().clone() for t in written(kept)]
+            values = [] if requests else [t.detach().clone() for t in written(kept)]
+        args, kwargs = box.pop()
         start = len(tracing.TRACER.events)
         try:
-            with record(), closed_roads() as roads:
+            with record() as ops, closed_roads() as roads:
                 try:
-                    self.body(*again[0], **again[1])
+                    second = self.body(*args, **kwargs)
+                    if requests:
+                        _wait_all(second)
                 except SideChannel:      # said below, as in the first call
-                    pass
+                    second = None
         finally:
             del tracing.TRACER.events[start:]
         if roads:
             return [f"rank {dist.get_rank()} {road}" for road in roads]
+        reused = (f"rank {dist.get_rank()} changed what an earlier call returned (or wrote) "
+                  f"when {self.__name__} was called again: results and gradients are new "
+                  f"tensors each call, not a buffer (or list) you keep and reuse")
         with torch._C.DisableTorchFunctionSubclass():
-            now = written(kept)
-            if len(now) == len(values) and all(torch.equal(a.detach(), b)
-                                               for a, b in zip(now, values)):
+            now = [] if requests else written(kept)
+            if len(now) != len(values) or not all(torch.equal(a.detach(), b)
+                                                  for a, b in zip(now, values)):
+                return [reused]
+            if outstanding(ops):       # the first call's checks say so; its buffers live on
                 return []
-        return [f"rank {dist.get_rank()} changed what an earlier call returned (or wrote) when "
-                f"{self.__name__} was called again: results and gradients are new tensors "
-                f"each call, not a buffer (or list) you keep and reuse"]
+            mine = tensors(_flat(second)) if self.method.returns in ("fresh", "any") else []
+            mine += [p.grad for a in [args, list(kwargs.values())] for p in _parameters(a)
+                     if p.grad is not None]
+            storages = [weakref.ref(t.untyped_storage()) for t in mine]
+            for module in _modules([args, list(kwargs.values())]):   # keeping a model is
+                module.zero_grad(set_to_none=True)                   # fine, its grads: no
+        del second, args, kwargs, mine
+        if _alive(storages):
+            return [f"rank {dist.get_rank()} kept a reference to what {self.__name__} returned "
+                    f"(or wrote), so a later call can overwrite it: results and gradients are "
+                    f"new tensors each call, not a buffer (or list) you keep and reuse"]
+        return []
 
     def _reference_ops(self, args, kwargs):
         """(the reference's record on copies of the arguments, whether it raised): None if
@@ -202,6 +226,11 @@ class GradedBody:
 
     def _problems(self, ops, expected, args, before, result, method) -> list[str]:
         rank, world_size = dist.get_rank(), dist.get_world_size()
+        borrowed = next((op for op in ops if op.borrowed), None)
+        if borrowed is not None:     # the cause of every other difference: said alone
+            return [f"rank {rank} communicated through {borrowed.borrowed}, the course's own "
+                    f"code ({borrowed.describe()}): the grade is for the method you write, not "
+                    f"for calling the reference or the course's implementation"]
         problems = [f"rank {rank} returned with {op.describe()} never waited for: wait() "
                     f"for every request before returning (a batch returns one per op)"
                     for op in ([] if method.returns_requests else outstanding(ops))]
@@ -211,6 +240,8 @@ class GradedBody:
                      f"buffer belongs to the transfer from post to wait"
                      for op in ops if op.changed_in_flight]
         problems += differences(ops, expected, method, rank=rank, world_size=world_size)
+        if expected is not ops and method.compare != "routing":
+            problems += order_problems(ops, expected, rank=rank, pipelined=method.pipelined)
         names = _parameter_names(self.body, len(args))
         problems += [f"rank {rank} changed its argument `{names[i]}`; the contract lets it "
                      f"only read it" for i, (a, b) in enumerate(zip(args, before))
@@ -221,11 +252,6 @@ class GradedBody:
                      if i in method.writes and isinstance(a, torch.nn.Module)
                      and not unchanged(a, b)]
         problems += self._result_problems(result, args, rank)
-        borrowed = next((op for op in ops if op.borrowed), None)
-        if borrowed is not None:
-            problems.append(f"rank {rank} communicated through {borrowed.borrowed}, the course's "
-                            f"own code ({borrowed.describe()}): the grade is for the method you "
-                            f"write, not for calling the reference or the course's implementation")
         return problems
 
     def _result_problems(self, result, args, rank) -> list[str]:
@@ -281,6 +307,36 @@ def _request_problems(ops, result, rank, name) -> list[str]:
         return [f"rank {rank} returned without the request of {kept[0].describe()}: hand "
                 f"back every Work the batch returns, so that the caller waits for each"]
     return []
+
+
+def _modules(x) -> list[torch.nn.Module]:
+    if isinstance(x, torch.nn.Module):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [m for item in x for m in _modules(item)]
+    return []
+
+
+def _parameters(x) -> list[torch.nn.Parameter]:
+    return [p for m in _modules(x) for p in m.parameters()]
+
+
+def _wait_all(result) -> None:
+    for work in _flat(result):
+        if hasattr(work, "wait"):
+            work.wait()
+
+
+def _alive(storages) -> list:
+    """The storages still alive once nothing of the grader's holds them. A Work's thread
+    may let go of its buffers a moment after wait() returns: look again, briefly."""
+    for _ in range(20):
+        left = [ref for ref in storages if ref() is not None]
+        if not left:
+            return []
+        gc.collect()
+        time.sleep(0.01)
+    return left
 
 
 def _flat(x) -> list:

@@ -71,6 +71,7 @@ class Op:
     seq: int = 0
     returned_work: bool = False   # it handed back a Work the caller must wait for
     waited: bool = False
+    waited_at: int | None = None  # how many ops the record held when it was waited
     changed_in_flight: str = ""   # how a buffer changed between post and wait, if it did
     work_id: int | None = None    # id() of the Work it handed back, if any
     where: str = ""               # file:line of the code that made the call
@@ -279,7 +280,7 @@ class _Recorder(TorchDispatchMode):
                 ops.append(op)
         if isinstance(found, list):        # functional batch: waited through its tensors
             for op in found:
-                op.waited = True
+                op.waited, op.waited_at = True, op.seq + 1
                 _notify("post", op, tensors=[])
                 if untraced:
                     _trace(op, blocking=True)
@@ -293,6 +294,8 @@ class _Recorder(TorchDispatchMode):
             _watch(c10d_C.Work.unbox(works[0]), op, args, event)
         elif func.namespace != "c10d":
             op.returned_work, op.waited = False, True   # functional: waited through its tensor
+        if not op.returned_work:                        # blocking: done when it returns
+            op.waited_at = op.seq + 1
         _notify("post", op, tensors=_tensors(args[0]) if args else [])
         return out
 
@@ -390,6 +393,8 @@ def _done(work, waited=False):
 
 def _check_buffers(flight, waited):
     flight.op.waited = True
+    if flight.op.waited_at is None:
+        flight.op.waited_at = len(_ACTIVE[-1]) if _ACTIVE else None
     if flight.event is not None:       # an op the record put on the timeline: its wait too
         _trace_wait(flight.event, waited)
     for tensor, before in flight.sent:
