@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from labs.harness.grading import (GradeFailure, call, check_close, check_p2p_only,
+                                  check_same_on_every_rank,
                                   fail_if_any, grade, implementation, non_contiguous_case,
                                   p2p_ops, seeded)
 
@@ -202,6 +203,7 @@ def grade_all_reduce(impl, name, world_size):
             for rank in range(world_size):
                 _in_place(results[rank][i], rank, what)
                 _check_sum(results[rank][i].result, i, dtype, shape, world_size, rank, what)
+            check_same_on_every_rank([r[i].result for r in results], what=what)
             if i == len(cases) - 1:
                 check_doubling([r[i] for r in results], torch.Size(shape).numel(), world_size,
                                what, halving=name == "halving_doubling_all_reduce")

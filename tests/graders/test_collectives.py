@@ -1,10 +1,10 @@
 """Lesson 07 (labs/collectives.py): graders for p2p_broadcast, p2p_gather, p2p_all_gather
 and p2p_all_to_all.
 
-Each grader launches real workers (1-4 ranks); every rank runs the implementation under
+Each grader launches real workers (1-8 ranks); every rank runs the implementation under
 test and the torch.distributed collective of the same name on the same data, for several
-dtypes, shapes and roots; the test compares them rank by rank (bitwise: moving data must
-not change it).
+dtypes, shapes and roots (first, middle, last); the test compares them rank by rank (bitwise:
+moving data must not change it); broadcast and gather post every transfer in one batch.
 """
 import pytest
 import torch
@@ -28,6 +28,8 @@ def test_p2p_broadcast(impl, world_size):
                     what="p2p_broadcast")
     for rank, what, got, expected in every_case(results):
         check_method(got, what, "broadcast")
+        if p2p_ops(got.events):         # src posts every send, then waits: not one at a time
+            check_one_batch(got.events, what, rank=rank, expected="every send (or the receive)")
         check_returned_input(got, rank=rank, what=what, hint="broadcast is in place")
         check_close(got.result, expected, rank=rank, what=what, atol=0, rtol=0)
 
@@ -37,6 +39,8 @@ def test_p2p_gather(impl, world_size):
     results = grade(collective_worker, world_size, args=(impl, "p2p_gather"), what="p2p_gather")
     for rank, what, got, expected in every_case(results):
         check_method(got, what, "gather")
+        if p2p_ops(got.events):         # dst posts every receive, then waits
+            check_one_batch(got.events, what, rank=rank, expected="every receive (or the send)")
         if expected is not None:
             check_list(got.result, expected, rank=rank, what=what)
             check_fresh(got, rank=rank, what=what, hint="element dst of the list is a copy "
@@ -118,7 +122,8 @@ ROOT_NAME = {"p2p_broadcast": "src", "p2p_gather": "dst"}
 def collective_worker(rank, world_size, impl, name):
     """[(what, Call, the built-in collective's result)] for every case of `name`."""
     fn = implementation(impl, "collectives", name)
-    roots = sorted({0, world_size - 1}) if name in ROOT_NAME else [None]
+    # roots at both ends and in the middle (an index that is right only at the ends)
+    roots = sorted({0, world_size // 2, world_size - 1}) if name in ROOT_NAME else [None]
     shapes = SHAPES if world_size <= 4 else LARGE_WORLD_SHAPES
     cases = [(shape, dtype, root) for shape in shapes for dtype in DTYPES for root in roots]
     records = []

@@ -25,7 +25,10 @@ from labs.harness.grading.graded import GradedBody
 from labs.harness.grading import (GradeFailure, call, check_close, check_one_batch,
                                   check_p2p_only, grade, implementation, seeded)
 
-BUCKETS = (1, 100, 10**9)   # a bucket per parameter, a few per bucket, one per dtype
+# On Mixed: a bucket per parameter; 25 bytes, where a plan that counts the frozen or unused
+# parameter (grad None) closes a bucket early; 60, which two float32 parameters fill exactly
+# (a bucket closes at >= bucket_bytes); one per dtype. Large: 4 MiB (DDP's default cap).
+BUCKETS = (1, 25, 60, 10**9)
 # Any world size: a body may branch on it, so every one up to 8 is graded.
 WORLD_SIZES = [1, 2, 3, 4, 5, 6, 7, 8]
 
@@ -108,17 +111,20 @@ class Mixed(nn.Module):
 
 
 class Large(nn.Module):
-    """One float32 layer of 2^20 weights (the method on every size) and one float64 bias."""
+    """One float32 layer of 2^20 weights (the method on every size), a float32 layer of just
+    over 1 MiB after it (the first of the bucket plan, which runs backwards: a plan with
+    DDP's smaller first bucket closes it alone) and one float64 bias."""
 
     def __init__(self, rank=0):
         super().__init__()
         torch.manual_seed(1)
         self.layer = nn.Linear(1024, 1024, bias=False)
+        self.tail = nn.Linear(512, 513, bias=False)
         self.bias = nn.Parameter(torch.randn(7, dtype=torch.float64))
 
     def loss(self, x):
         return self.layer(x[:, :1].expand(-1, 1024)).pow(2).mean() + \
-            (self.bias ** 2).sum() * x.double().mean()
+            self.tail.weight.pow(2).sum() * x.mean() + (self.bias ** 2).sum() * x.double().mean()
 
 
 def _grads(model):
@@ -133,7 +139,7 @@ def averaging_worker(rank, world_size, impl, name):
     records = []
     bucketed = name == "average_gradients_bucketed"
     cases = [(Mixed, b) for b in (BUCKETS if bucketed else (None,))] + \
-        [(Large, 1 << 20 if bucketed else None)]
+        [(Large, 4 << 20 if bucketed else None)]
     for make, bucket_bytes in cases:
         model = make(rank)
         model.zero_grad(set_to_none=True)

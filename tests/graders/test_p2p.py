@@ -25,12 +25,20 @@ def _case(shape, dtype):
     return f"shape {tuple(shape)}, {str(dtype).removeprefix('torch.')}"
 
 
-def _tags(done, peer):
-    """(tag of this rank's sends to `peer`, of its receives from it) in a graded call: a
-    probe standing in for this rank talks to the body with the body's own tags."""
-    def first(ops):
-        return next((e.tag for e in p2p_ops(done.events, ops=ops) if e.peer in (peer, None)), 0)
-    return first(("send", "isend")), first(("recv", "irecv"))
+class Tags:
+    """The tags this rank used with `peer` in a graded call, op by op: a probe standing in
+    for this rank talks to the body with the body's own tags (a tag per round included)."""
+
+    def __init__(self, done, peer):
+        def tags(ops):
+            return [e.tag for e in p2p_ops(done.events, ops=ops) if e.peer in (peer, None)] or [0]
+        self.sends, self.recvs = tags(("send", "isend")), tags(("recv", "irecv"))
+
+    def send(self, r):
+        return self.sends[min(r, len(self.sends) - 1)]
+
+    def recv(self, r):
+        return self.recvs[min(r, len(self.recvs) - 1)]
 
 
 ROUNDS = [3, 1, 4, 2]    # per case: a body that ignores `rounds` is wrong somewhere
@@ -52,27 +60,30 @@ def ping_pong_worker(rank, world_size, impl):
     calls = [call(ping_pong, seeded(0, shape, dtype, i) if rank == 0
                   else torch.zeros(shape, dtype=dtype), rounds, case=_case(shape, dtype))
              for i, ((shape, dtype), rounds) in enumerate(zip(CASES, ROUNDS))]
-    probes = []
+    probes, echoes = [], []     # echoes: rank 1's replies to values of the probe's own
     for i, ((shape, dtype), rounds) in enumerate(zip(CASES, ROUNDS)):
         start = seeded(0, shape, dtype, i)
-        send_tag, recv_tag = _tags(calls[i], 1 - rank) if rank < 2 else (0, 0)
+        tags = Tags(calls[i], 1 - rank) if rank < 2 else None
         dist.barrier()
         if rank == 0:                       # the body, facing a partner that adds 2
             replies, _ = body(start, rounds)
             probes.append([r.clone() for r in replies])
         elif rank == 1:
-            for _ in range(rounds):
+            for r in range(rounds):
                 buf = torch.empty_like(start)
-                dist.recv(buf, src=0, tag=recv_tag)
-                dist.send(buf + 2, dst=0, tag=send_tag)
+                dist.recv(buf, src=0, tag=tags.recv(r))
+                dist.send(buf + 2, dst=0, tag=tags.send(r))
         dist.barrier()
         sent = [seeded(0, shape, dtype, 50 + 10 * i + r) for r in range(rounds)]
         if rank == 1:                       # the body, facing a partner with its own values
             probes.append([t.clone() for t in body(torch.zeros_like(start), rounds)])
-        elif rank == 0:
-            for value in sent:
-                dist.send(value, dst=1, tag=send_tag)
-                dist.recv(torch.empty_like(value), src=1, tag=recv_tag)
+        elif rank == 0:                     # ... whose replies are what arrived + 1
+            replies = []
+            for r, value in enumerate(sent):
+                dist.send(value, dst=1, tag=tags.send(r))
+                replies.append(torch.empty_like(value))
+                dist.recv(replies[-1], src=1, tag=tags.recv(r))
+            echoes.append(replies)
     dist.barrier()
     timing = None
     tensor = seeded(0, (6,), torch.float32, 7)
@@ -81,14 +92,14 @@ def ping_pong_worker(rank, world_size, impl):
         _, seconds = body(tensor, PROBE_ROUNDS)
         timing = (list(seconds), time.perf_counter() - started)
     elif rank == 1:
-        send_tag, recv_tag = _tags(calls[0], 0)
+        tags = Tags(calls[0], 0)
         for r in range(PROBE_ROUNDS):
             buf = torch.empty_like(tensor)
             time.sleep(PROBE_LATE_RECV)
-            dist.recv(buf, src=0, tag=recv_tag)
+            dist.recv(buf, src=0, tag=tags.recv(r))
             time.sleep((r + 1) * PROBE_SLEEP)
-            dist.send(buf + 1, dst=0, tag=send_tag)
-    return calls, probes, timing
+            dist.send(buf + 1, dst=0, tag=tags.send(r))
+    return calls, probes, timing, echoes
 
 
 def pass_token_worker(rank, world_size, impl):
@@ -105,8 +116,8 @@ def pass_token_worker(rank, world_size, impl):
         if rank == 0:
             probes.append(body(seeded(0, shape, dtype, i)).clone())
         else:
-            _, recv_tag = _tags(calls[i], rank - 1)
-            send_tag, _ = _tags(calls[i], (rank + 1) % world_size)
+            recv_tag = Tags(calls[i], rank - 1).recv(0)
+            send_tag = Tags(calls[i], (rank + 1) % world_size).send(0)
             held = torch.empty(shape, dtype=dtype)
             dist.recv(held, src=rank - 1, tag=recv_tag)
             dist.send(held + 10 * rank, dst=(rank + 1) % world_size, tag=send_tag)
@@ -139,6 +150,10 @@ def test_ping_pong(impl, world_size):
             check_close(got, seeded(0, shape, dtype, 50 + 10 * i + r), rank=1, what=(
                 f"{what} with a partner that sends values of its own (round {r}): rank 1 "
                 f"returns what it received each round"))
+        for r, reply in enumerate(results[0][3][i]):
+            check_close(reply, seeded(0, shape, dtype, 50 + 10 * i + r) + 1, rank=1, what=(
+                f"{what} with a partner that sends values of its own (round {r}): rank 1 "
+                f"replies with what arrived + 1, whatever arrived"))
     _check_clock(*results[0][2])
     check_p2p_only(results.trace, "ping_pong", builds="the exchange")
     # Really point to point: each round is one send from 0 to 1 and one from 1 to 0.

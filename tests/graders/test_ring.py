@@ -5,13 +5,17 @@ Every case (4 dtypes x many shapes, numel 0 and numel < world size included) run
 ONE launch per world size; the workers compare with dist.all_reduce on the same data and
 report every wrong case at once, naming the rank, the case, and expected vs got. Each call's
 trace must show the ring: point-to-point only, in the tensor's own dtype, chunk-sized
-messages (segment-sized for the pipelined ring), 2(n-1)/n of the tensor per rank.
+messages (segment-sized for the pipelined ring), 2(n-1)/n of the tensor per rank; and every
+rank must end with the same bits.
 """
+from dataclasses import dataclass
+
 import pytest
 import torch
 import torch.distributed as dist
 
 from labs.harness.grading import (GradeFailure, call, check_close, check_messages, check_p2p_only,
+                                  check_same_on_every_rank,
                                   fail_if_any, grade, implementation, in_case,
                                   non_contiguous_case, recording, seeded)
 from labs.ring import DTYPES, chunk_bounds
@@ -54,19 +58,34 @@ def test_ring_reduce_scatter(impl, world_size):
 
 @pytest.mark.parametrize("world_size", WORLD_SIZES)
 def test_ring_all_reduce(impl, world_size):
-    results = grade(all_reduce_grader, world_size,
-                    args=(impl, "ring_all_reduce", for_world(CASES, world_size)),
-                    timeout=60, what="ring_all_reduce")
-    fail_if_any(results, "ring_all_reduce")
+    grade_all_reduce(impl, "ring_all_reduce", for_world(CASES, world_size), world_size)
 
 
 @pytest.mark.parametrize("world_size", WORLD_SIZES)
 def test_pipelined_ring_all_reduce(impl, world_size):
-    results = grade(all_reduce_grader, world_size,
-                    args=(impl, "pipelined_ring_all_reduce",
-                          for_world(PIPELINE_CASES, world_size)),
-                    timeout=60, what="pipelined_ring_all_reduce")
-    fail_if_any(results, "pipelined_ring_all_reduce")
+    grade_all_reduce(impl, "pipelined_ring_all_reduce", for_world(PIPELINE_CASES, world_size),
+                     world_size)
+
+
+@dataclass
+class RankGrade:
+    """One rank's verdict on every case, and the tensor it ended with in each."""
+
+    failures: list[str]
+    sums: list[torch.Tensor]
+
+
+def grade_all_reduce(impl, name, cases, world_size):
+    ranks = grade(all_reduce_grader, world_size, args=(impl, name, cases), timeout=60,
+                  what=name)
+    failures = [f for r in ranks for f in r.failures]
+    for i, (dtype, shape, *_) in enumerate(cases):
+        try:
+            check_same_on_every_rank([r.sums[i] for r in ranks], what=f"case {i} ({dtype}, "
+                                     f"shape {tuple(shape)}, world_size {world_size})")
+        except GradeFailure as exc:
+            failures.append(str(exc))
+    fail_if_any(failures, name)
 
 
 # -- the workers: each returns this rank's failures, as messages ----------------------------
@@ -74,6 +93,7 @@ def test_pipelined_ring_all_reduce(impl, world_size):
 def all_reduce_grader(rank, world_size, impl, name, cases):
     fn = implementation(impl, "ring", name)
     failures, method_failed = [], False     # a method failure is reported once, not per case
+    sums = []
     for i, (dtype, shape, *extra) in enumerate(cases):
         segment = extra[0] if extra else None
         kwargs = {"segment_bytes": segment} if segment else {}
@@ -82,6 +102,7 @@ def all_reduce_grader(rank, world_size, impl, name, cases):
         data, expected, exact, magnitude = _reference(rank, dtype, shape, seed=100 + i)
         tensor = data.clone()
         done = call(fn, tensor, case=case, **kwargs)
+        sums.append(tensor.clone())
         try:
             if not done.returned_first:
                 raise GradeFailure(f"{what}: rank {rank} must return the tensor it was given "
@@ -97,7 +118,7 @@ def all_reduce_grader(rank, world_size, impl, name, cases):
                                     steps=2 * (world_size - 1), segment_bytes=segment or default)
         if not method_failed and name == "pipelined_ring_all_reduce":
             method_failed = _failed(failures, check_pipelined, done.events, what, rank=rank)
-    return failures + non_contiguous_case(fn, rank, what=name)
+    return RankGrade(failures + non_contiguous_case(fn, rank, what=name), sums)
 
 
 def reduce_scatter_grader(rank, world_size, impl):

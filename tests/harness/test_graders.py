@@ -10,6 +10,8 @@ import pytest
 import torch
 
 from labs.harness.grading import GradeFailure, call, check_messages, check_overlap
+from labs.harness.grading.order import order_problems
+from labs.harness.grading.record import Op
 from labs.harness.ranks.tracing import Event
 from tests.graders import (test_algorithms, test_batching, test_collectives, test_deadlocks,
                            test_gradients, test_jobs, test_p2p, test_patterns, test_ring,
@@ -475,6 +477,14 @@ WRONG += [
      STEPS),
     (test_ring.test_pipelined_ring_all_reduce, 3, R2 + "ring:pipelined_step_synchronous",
      PIPELINE),
+    # the frozen and unused parameters close a bucket early at bucket_bytes=25
+    (test_gradients.test_average_gradients_bucketed, 3,
+     R2 + "gradients:bucketed_plan_over_all_params", "the method has"),
+    (test_gradients.test_average_gradients_bucketed, 2,
+     R2 + "gradients:bucketed_plan_requires_grad", "the method has"),
+    (test_algorithms.test_recursive_doubling_all_reduce, 4,
+     R2 + "algorithms:doubling_wide_accumulator", "every rank must end with the same bits"),
+    (test_algorithms.test_tree_broadcast, 8, R2 + "algorithms:tree_binary", "a binomial tree"),
 ]
 RIGHT += [
     (test_waiting.test_overlapped_step, 2, R2 + "waiting:step_linear"),
@@ -491,6 +501,49 @@ RIGHT += [
     (test_ring.test_pipelined_ring_all_reduce, 4, R2 + "ring:pipelined_balanced_segments"),
     (test_ring.test_ring_all_reduce, 5, R2 + "ring:ring_padded"),
     (test_ring.test_ring_reduce_scatter, 3, R2 + "ring:rs_tagged_group_none"),
+    (test_gradients.test_average_gradients_bucketed, 3, R2 + "gradients:bucketed_forward_within_bucket"),
+    (test_gradients.test_average_gradients_ring, 5, R2 + "gradients:ring_avg_predivide"),
+    (test_gradients.test_average_gradients_all_to_all, 4, R2 + "gradients:a2a_tagged_mul_reciprocal"),
+    (test_algorithms.test_halving_doubling_all_reduce, 7, R2 + "algorithms:halving_swapped_halves"),
+    (test_algorithms.test_tree_broadcast, 6, R2 + "algorithms:tree_isend_children"),
+]
+
+# Sixth round, a third red team (tests/graders/bodies/red3_*.py): rank 1's replies made
+# locally, a star one peer at a time, a root that is right only at the ends, bucket plans
+# that close at DDP's first-bucket size or only above the cap, replicas that differ in their
+# last bits; tags per round or per direction, sends waited at once in the pipeline.
+R3 = "red3_"
+WRONG += [
+    (test_p2p.test_ping_pong, 2, R3 + "p2p:ping_pong_rank1_running_reply", "whatever arrived"),
+    (test_p2p.test_ping_pong, 3, R3 + "p2p:ping_pong_rank1_replies_start", "whatever arrived"),
+    (test_collectives.test_p2p_broadcast, 3, R3 + "collectives:broadcast_serial",
+     "in ONE batch_isend_irecv call"),
+    (test_collectives.test_p2p_gather, 3, R3 + "collectives:gather_serial",
+     "in ONE batch_isend_irecv call"),
+    (test_collectives.test_p2p_gather, 3, R3 + "collectives:gather_root_at_ends", "is wrong at"),
+    (test_gradients.test_average_gradients_bucketed, 3, R3 + "gradients:bucketed_ddp_first_bucket",
+     "the method has"),
+    (test_gradients.test_average_gradients_bucketed, 3, R3 + "gradients:bucketed_strict_cap",
+     ("no message holds more than", "the method has")),
+    (test_algorithms.test_recursive_doubling_all_reduce, 4, R3 + "algorithms:doubling_others_buffer",
+     "every rank must end with the same bits"),
+]
+RIGHT += [
+    (test_p2p.test_ping_pong, 3, R3 + "p2p:ping_pong_round_tags"),
+    (test_p2p.test_ping_pong, 3, R3 + "p2p:ping_pong_direction_tags"),
+    (test_p2p.test_ping_pong, 2, R3 + "p2p:ping_pong_prepost"),
+    (test_p2p.test_pass_token, 5, R3 + "p2p:pass_token_hop_tags"),
+    (test_collectives.test_p2p_all_gather, 3, R3 + "collectives:all_gather_step_tags"),
+    (test_ring.test_pipelined_ring_all_reduce, 3, R3 + "ring:pipelined_send_waited_at_once"),
+    (test_ring.test_pipelined_ring_all_reduce, 3, R3 + "ring:pipelined_blocking_forward"),
+    (test_ring.test_ring_all_reduce, 5, R3 + "ring:ring_group_world"),
+    (test_ring.test_ring_reduce_scatter, 5, R3 + "ring:rs_parity_blocking"),
+    (test_gradients.test_average_gradients_ring, 3, R3 + "gradients:ring_avg_params_to_vector"),
+    (test_gradients.test_average_gradients_bucketed, 3, R3 + "gradients:bucketed_closure_per_bucket"),
+    (test_algorithms.test_recursive_doubling_all_reduce, 5, R3 + "algorithms:doubling_parity_blocking"),
+    (test_algorithms.test_tree_broadcast, 6, R3 + "algorithms:tree_far_child_first"),
+    (test_algorithms.test_tree_broadcast, 7, R3 + "algorithms:tree_mirrored"),
+    (test_algorithms.test_halving_doubling_all_reduce, 6, R3 + "algorithms:halving_others_kept"),
 ]
 
 GRADERS = list(dict.fromkeys((grader, arg) for grader, arg, *_ in WRONG + RIGHT))
@@ -545,6 +598,34 @@ def test_every_exercise_grader_is_tested_here():
 def _event(rank, op, seq, batch=None, peer=1, numel=4, dtype="float32", **kw):
     return Event(rank=rank, op=op, peer=peer, numel=numel, dtype=dtype, batch=batch, seq=seq,
                  blocking=op in ("send", "recv", "wait", "compute"), **kw)
+
+
+def _op(kind, peer, seq, waited_at, api="batch_isend_irecv"):
+    return Op(kind, kind, peer, 4, "float32", seq=seq, returned_work=True, waited=True,
+              waited_at=waited_at, api=api)
+
+
+def test_requests_are_waited_no_later_than_the_reference_waits_them():
+    """Two ring steps, each waited whole before the next posts: a body that waits a step's
+    send only at the end fails; blocking calls in the reference leave the body free."""
+    ring = [_op("send", 1, 0, 2), _op("recv", 2, 1, 2), _op("send", 1, 2, 4), _op("recv", 2, 3, 4)]
+    same = [_op("recv", 2, 0, 2), _op("send", 1, 1, 2), _op("recv", 2, 2, 4), _op("send", 1, 3, 4)]
+    assert order_problems(same, ring, rank=0) == []
+    late = [_op("send", 1, 0, 4), _op("recv", 2, 1, 2), _op("send", 1, 2, 4), _op("recv", 2, 3, 4)]
+    assert "before waiting for a send of 4 x float32 to rank 1 (its 1st send" in \
+        order_problems(late, ring, rank=0)[0]
+    blocking = [_op("send", 1, 0, 1, api="send"), _op("recv", 2, 1, 2, api="recv")]
+    overlapped = [_op("send", 1, 0, 2), _op("recv", 2, 1, 2)]
+    assert order_problems(overlapped, blocking, rank=0) == []
+
+
+def test_a_pipeline_forwards_each_segment_before_waiting_the_next():
+    # reference: receives r0, r1 posted; wait r0 (at 2), send s0 (seq 2), wait r1 (at 3)...
+    pipe = [_op("recv", 2, 0, 2), _op("recv", 2, 1, 3), _op("send", 1, 2, 4), _op("send", 1, 3, 4)]
+    step = [_op("recv", 2, 0, 2), _op("recv", 2, 1, 2), _op("send", 1, 2, 4), _op("send", 1, 3, 4)]
+    assert order_problems(pipe, pipe, rank=0, pipelined=True) == []
+    assert "the pipeline forwards each segment" in \
+        order_problems(step, pipe, rank=0, pipelined=True)[0]
 
 
 def test_overlap_needs_post_then_compute_then_wait():

@@ -5,8 +5,10 @@ The record sees every op that reaches the process group; data that takes another
 a body that runs the method on dummy data and takes its answer that way would match the
 reference's communication exactly. So while the body under test runs, those roads are
 closed: a Python call to a store's methods from outside torch, and (through an audit hook,
-PEP 578) opening a file for writing, a socket, a shared-memory map, a subprocess. Reading
-files stays allowed (imports, linecache), and so does what the harness does itself.
+PEP 578) opening a file for writing, a socket, a shared-memory map, a subprocess, C code
+looked up through ctypes. Reading files stays allowed (imports, linecache), and so does
+what the harness does itself. (C functions found through ctypes before grading, then
+called, raise no audit event: that road stays open.)
 
     with closed_roads() as used:     # used: list[str], one line per road the body took
         body(...)
@@ -81,6 +83,9 @@ def _audit(event: str, args) -> None:
     elif event in ("subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.fork"):
         if not _by_the_machinery():
             _took(f"started a process ({event})")
+    elif event in ("ctypes.dlopen", "ctypes.dlsym"):    # C code (fopen, write, ...) found.
+        if not _by_the_machinery():                      # Its calls raise no audit event:
+            _took(f"looked up C code through ctypes ({event})")   # set up at import, unseen
 
 
 def _guarded(name, original):

@@ -42,6 +42,20 @@ def check_close(got, expected, *, rank, what, atol=None, rtol=None):
             f"{'exact match required for integers' if exact else f'atol={atol}, rtol={rtol}'})")
 
 
+def check_same_on_every_rank(results, *, what):
+    """An all-reduce leaves the same bits on every rank: each element is summed once, by one
+    rank or pair in the same order, then copied. Replicas that differ drift apart in
+    training, however close each is to the exact sum."""
+    first = results[0]
+    for rank, got in enumerate(results[1:], 1):
+        if got.shape == first.shape and not torch.equal(got, first):
+            j = int((got != first).flatten().nonzero()[0])
+            raise GradeFailure(
+                f"{what}: rank {rank} holds {got.flatten()[j].item()!r} at flat index {j}, rank "
+                f"0 holds {first.flatten()[j].item()!r}: every rank must end with the same "
+                f"bits (add in the tensor's own dtype, each sum once, then send the result)")
+
+
 def check_untouched(call: Call, *, rank, what, writes=(), hint="it must only read them"):
     """The call left its tensor arguments as they were, except those at the positions in
     `writes` (the buffers the exercise fills)."""

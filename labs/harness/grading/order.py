@@ -6,6 +6,9 @@ it) must be waited before the body posts the matching ops too: a ring step's sen
 only at the end, or the lengths batch half waited before the data batch, is another
 method, however right the values. Blocking calls wait at once, so they always agree.
 
+Only posts the body makes in the reference's order are compared: rounds taken in another
+order (recursive doubling far partner first) are the method comparison's to judge.
+
 A pipelined method also fixes the other side: a send the reference posts before it waits
 some receive is posted before the body waits that receive too (each segment forwarded as
 soon as it is reduced, not a whole step at a time).
@@ -46,15 +49,18 @@ def order_problems(mine: list[Op], reference: list[Op], *, rank: int,
         if first.api in BLOCKING or first.waited_at is None or body[key].waited_at is None:
             continue     # blocking in the reference (the body may overlap); or never waited
         for later_key, later in ref.items():
-            if later.seq >= first.waited_at and body[later_key].seq < body[key].waited_at:
+            # posted after this request, as in the reference (rounds in another order: free)
+            posted = body[later_key].seq
+            if later.seq >= first.waited_at and body[key].seq < posted < body[key].waited_at:
                 return [f"rank {rank} posted {_nth(later_key, body)} before waiting for "
                         f"{_nth(key, body)}; the method waits for that request first "
                         f"(every request of a step, sends too, before the next step posts)"]
     for key, send in ref.items() if pipelined else ():
         if key[0] != "send":
             continue
-        for wait_key, waited in ref.items():
-            if waited.waited_at is not None and send.seq < waited.waited_at and \
+        for wait_key, waited in ref.items():     # the receives (a send waited at once: fine)
+            if wait_key[0] == "recv" and waited.waited_at is not None and \
+                    send.seq < waited.waited_at and \
                     body[wait_key].waited_at is not None and \
                     body[key].seq >= body[wait_key].waited_at:
                 return [f"rank {rank} waited for {_nth(wait_key, body)} before posting "
