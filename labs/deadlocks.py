@@ -253,8 +253,9 @@ def checked_exchange(tensor, peer):
     any wording: each shape as its sizes in order ((4,), [4], torch.Size([4]), 2x3 ...) and
     each dtype by name (float32 or torch.float32), e.g.
     "checked_exchange: rank 0 has (4,) torch.float32 but peer 1 has (5,) torch.float32".
-    Otherwise exchange the data and return a new tensor holding the peer's tensor.
-    Never hangs, never aborts, never returns silently wrong data.
+    Otherwise exchange the data in ONE batch_isend_irecv call, as exchange_batched does,
+    and return a new tensor holding the peer's tensor. Never hangs, never aborts, never
+    returns silently wrong data.
 
     Hint: one batch for the metadata, decode_meta, compare, then one batch for the data.
     """

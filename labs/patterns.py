@@ -71,10 +71,13 @@ def send_forward_recv_backward(output, next_rank):
     `send_backward_recv_forward` with us at the same moment.
 
     Returns the received gradient in a new tensor. Must not deadlock when the neighbour
-    sends at the same time; `output` must not be modified. Any shape and dtype.
+    sends at the same time; `output` must not be modified. Any shape and dtype, contiguous
+    or not. The send and the receive are posted in ONE `dist.batch_isend_irecv` call.
 
-    Hint: one `dist.batch_isend_irecv` with a `P2POp(dist.isend, ...)` and a
-    `P2POp(dist.irecv, ...)` into `torch.empty_like(output)`, then wait for every request.
+    Hint: one `dist.batch_isend_irecv` with a `P2POp(dist.isend, ...)` of
+    `output.contiguous()` and a `P2POp(dist.irecv, ...)` into
+    `torch.empty(output.shape, dtype=output.dtype)` (contiguous, which `empty_like` of a
+    transposed view is not), then wait for every request.
     """
     raise todo("notebook 09, 'Exercise 1: the 1F1B neighbour exchange'")
 

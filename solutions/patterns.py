@@ -4,8 +4,9 @@ import torch.distributed as dist
 
 
 def _exchange(to_send, peer):
-    """Send `to_send` to `peer` and receive a tensor like it from `peer`, in one batch."""
-    received = torch.empty_like(to_send)
+    """Send `to_send` to `peer` and receive a tensor like it from `peer`, in one batch.
+    Both buffers contiguous (gloo refuses others): empty_like would copy a view's strides."""
+    received = torch.empty(to_send.shape, dtype=to_send.dtype)
     reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, to_send.detach().contiguous(), peer),
                                    dist.P2POp(dist.irecv, received, peer)])
     for req in reqs:

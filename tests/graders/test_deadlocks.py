@@ -7,12 +7,14 @@ import torch
 
 from labs.harness.grading import (GradeFailure, call, check_close, check_fresh, check_one_batch,
                                   check_untouched, grade, implementation, in_case, p2p_ops,
-                                  seeded)
+                                  recording, seeded)
 
 CASES = [((10,), torch.float32), ((3, 4), torch.int64), ((), torch.float64),
          (((1 << 20) + 1,), torch.float32)]   # large: the method on every size
 # checked_exchange: what the odd rank of each pair passes, next to the even rank's tensor.
-CHECKED = ["same", "same int64", "one element more", "float64", "transposed shape"]
+# "int64 as float64": the same shape and element size, bytes that mean something else.
+CHECKED = ["same", "same int64", "one element more", "float64", "transposed shape",
+           "int64 as float64"]
 # Every rank has a partner of the other parity: even world sizes, up to 8 (a body may
 # branch on the world size).
 PAIRED_WORLD_SIZES = [2, 4, 6, 8]
@@ -30,7 +32,8 @@ def _checked_tensor(rank, case):
     shape, dtype = {"same": ((5,), torch.float32), "same int64": ((2, 3), torch.int64),
                     "one element more": ((6,) if odd else (5,), torch.float32),
                     "float64": ((5,), torch.float64 if odd else torch.float32),
-                    "transposed shape": ((3, 2) if odd else (2, 3), torch.float32)}[case]
+                    "transposed shape": ((3, 2) if odd else (2, 3), torch.float32),
+                    "int64 as float64": ((5,), torch.int64 if odd else torch.float64)}[case]
     return seeded(rank, shape, dtype, CHECKED.index(case))
 
 
@@ -47,11 +50,11 @@ def checked_worker(rank, world_size, impl):
     for peer in _pairings(rank, world_size):       # the partner is `peer`, never guessed
         for case in CHECKED:
             try:
-                with in_case(f"{case}, peer {peer}"):
-                    out.append((peer, "returned",
-                                checked_exchange(_checked_tensor(rank, case), peer)))
+                with in_case(f"{case}, peer {peer}"), recording() as events:
+                    got = checked_exchange(_checked_tensor(rank, case), peer)
+                out.append((peer, "returned", got, events))
             except ValueError as exc:
-                out.append((peer, "ValueError", str(exc)))
+                out.append((peer, "ValueError", str(exc), []))
     return out
 
 
@@ -97,7 +100,7 @@ def test_exchange_parity_ordered(impl, world_size):
 def test_checked_exchange(impl, world_size):
     results = grade(checked_worker, world_size, args=(impl,), what="checked_exchange")
     for rank in range(world_size):
-        for case, (peer, kind, value) in zip(CHECKED * 2, results[rank]):
+        for case, (peer, kind, value, events) in zip(CHECKED * 2, results[rank]):
             mine, theirs = _checked_tensor(rank, case), _checked_tensor(peer, case)
             what = (f"checked_exchange: rank {rank} with {tuple(mine.shape)} {mine.dtype}, "
                     f"peer {peer} with {tuple(theirs.shape)} {theirs.dtype}")
@@ -106,6 +109,12 @@ def test_checked_exchange(impl, world_size):
                     raise GradeFailure(f"{what}: raised ValueError({value!r}) although shapes "
                                        f"and dtypes match")
                 check_close(value, theirs, rank=rank, what=what)
+                data = p2p_ops(events)[-2:]       # the data, after the metadata: one batch
+                if len(data) < 2 or None in {e.batch for e in data} or \
+                        len({e.batch for e in data}) != 1:
+                    raise GradeFailure(f"{what}: rank {rank} posted the data's send and "
+                                       f"receive outside one batch_isend_irecv call; post "
+                                       f"them in ONE batch, like exchange_batched")
                 continue
             if kind != "ValueError":
                 raise GradeFailure(f"{what}: returned instead of raising ValueError")

@@ -11,8 +11,15 @@ from labs.patterns import full_attention, make_qkv, reference_step, ring_attenti
 # -- Exercise 1: the neighbour exchange ---------------------------------------------------
 
 
-# A small activation, and a large one (the method on every size).
-EXCHANGE_SHAPES = [(2, 3), ((1 << 20) + 1,)]
+# A small activation, a large one (the method on every size), and a transposed view (not
+# contiguous: "any shape").
+EXCHANGE_SHAPES = [(2, 3), ((1 << 20) + 1,), (4, 3)]
+TRANSPOSED = 2
+
+
+def _activation(rank, i, dtype_name):
+    x = seeded(rank, EXCHANGE_SHAPES[i], dtype_name, i)
+    return x.t() if i == TRANSPOSED else x
 
 
 def exchange_grader_worker(rank, world_size, impl, dtype_name):
@@ -22,8 +29,8 @@ def exchange_grader_worker(rank, world_size, impl, dtype_name):
         return []
     name = "send_forward_recv_backward" if rank == 0 else "send_backward_recv_forward"
     fn = implementation(impl, "patterns", name)
-    return [call(fn, seeded(rank, shape, dtype_name, i), 2 - rank, must_complete=True,
-                 case=f"{dtype_name}, shape {shape}")
+    return [call(fn, _activation(rank, i, dtype_name), 2 - rank, must_complete=True,
+                 case=f"{dtype_name}, shape {shape}{', transposed' if i == TRANSPOSED else ''}")
             for i, shape in enumerate(EXCHANGE_SHAPES)]
 
 
@@ -37,11 +44,15 @@ def test_neighbour_exchange_head_to_head(impl, dtype_name):
     results = grade(exchange_grader_worker, 3, args=(impl, dtype_name), what=what)
     for rank, calls in enumerate(results):
         for i, (shape, got) in enumerate(zip(EXCHANGE_SHAPES, calls)):
-            check_close(got.result, seeded(2 - rank, shape, dtype_name, i), rank=rank,
-                        what=f"{what} ({dtype_name}, shape {shape})")
-            check_fresh(got, rank=rank, what=what,
-                        hint="receive into a new tensor (torch.empty_like)")
-            check_untouched(got, rank=rank, what=what)
+            case = f"{what} ({dtype_name}, shape {shape}" + \
+                (", transposed: not contiguous)" if i == TRANSPOSED else ")")
+            check_close(got.result, _activation(2 - rank, i, dtype_name), rank=rank, what=case)
+            check_fresh(got, rank=rank, what=case, hint="receive into a new tensor")
+            check_untouched(got, rank=rank, what=case)
+            # NCCL needs the pair grouped (lesson 09): unbatched, both stages' sends can wait
+            # for receives posted after them; gloo does not show it.
+            check_one_batch(got.events, case, rank=rank, n_ops=2,
+                            expected="the send and the receive")
 
 
 def pipeline_grader_worker(rank, world_size, impl):

@@ -282,10 +282,6 @@ RIGHT = [
     (test_gradients.test_average_gradients_bucketed, 3, "gradients:bucketed_own_plan"),
     (test_collectives.test_p2p_all_gather, 3, "collectives:all_gather_ring_receive_first"),
     (test_collectives.test_p2p_all_to_all, 3, "collectives:all_to_all_receives_first"),
-    (test_patterns.test_neighbour_exchange_head_to_head, "int64",
-     "patterns:exchange_parity_nonblocking"),
-    (test_patterns.test_pipeline_1f1b_matches_unsplit_model, 4,
-     "patterns:exchange_parity_nonblocking"),
     (test_patterns.test_rotate_kv, 3, "patterns:rotate_receives_first_tagged"),
 ]
 OTHER, OTHER2 = "others:", "others2:"     # second round: tests/graders/bodies/others*.py
@@ -544,6 +540,31 @@ RIGHT += [
     (test_algorithms.test_tree_broadcast, 6, R3 + "algorithms:tree_far_child_first"),
     (test_algorithms.test_tree_broadcast, 7, R3 + "algorithms:tree_mirrored"),
     (test_algorithms.test_halving_doubling_all_reduce, 6, R3 + "algorithms:halving_others_kept"),
+]
+
+# Seventh round, a fourth red team (tests/graders/bodies/red4_*.py): checked_exchange
+# with dtypes of one element size, or its data outside a batch; the neighbour exchange
+# ungrouped (NCCL needs the pair grouped: stages 0 and 2 are both even, so a parity order
+# by global rank does not help) or on a transposed view.
+R4 = "red4_"
+ONE_BATCH = "in ONE batch"
+WRONG += [
+    (test_deadlocks.test_checked_exchange, 2, R4 + "deadlocks:checked_itemsize",
+     "returned instead of raising ValueError"),
+    (test_deadlocks.test_checked_exchange, 4, R4 + "deadlocks:checked_ungrouped_data", ONE_BATCH),
+    (test_deadlocks.test_checked_exchange, 4, R4 + "deadlocks:checked_parity", ONE_BATCH),
+    (test_patterns.test_neighbour_exchange_head_to_head, "float32",
+     R4 + "patterns:fwd_ungrouped_contiguous", ONE_BATCH),
+    (test_patterns.test_neighbour_exchange_head_to_head, "int64", R4 + "patterns:fwd_no_contiguous",
+     "has to be contiguous"),
+    (test_patterns.test_neighbour_exchange_head_to_head, "int64",
+     "patterns:exchange_parity_nonblocking", ("has to be contiguous", ONE_BATCH)),
+]
+RIGHT += [
+    (test_patterns.test_neighbour_exchange_head_to_head, "int64", R4 + "patterns:fwd_recv_first"),
+    (test_patterns.test_pipeline_1f1b_matches_unsplit_model, 5, R4 + "patterns:fwd_recv_first"),
+    (test_patterns.test_rotate_kv, 3, R4 + "patterns:rotate_send_clones"),
+    (test_deadlocks.test_exchange_parity_ordered, 4, R4 + "deadlocks:parity_by_peer"),
 ]
 
 GRADERS = list(dict.fromkeys((grader, arg) for grader, arg, *_ in WRONG + RIGHT))

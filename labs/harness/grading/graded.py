@@ -11,9 +11,12 @@ every call, in the worker, by one piece of code rather than by each grader.
        * it communicated through the course's own code instead of its own: the reference,
          the lessons' demonstrations, lesson 10's engine (`_not_yours`);
        * it returned with a request nobody waited for, or wrote a buffer in flight;
+       * it waited a request later than the reference does, against the posts that follow
+         (order.py: a step's sends waited only at the end; a pipeline a step at a time);
        * it wrote an argument the contract does not let it write;
        * its result shares memory with an argument (where the contract wants new tensors);
-       * a result it returned earlier has changed (a buffer it keeps and reuses).
+       * a result it returned earlier has changed, or one it returned is still held by the
+         body once the caller lets go of it (a buffer it keeps and reuses, however many).
 """
 from __future__ import annotations
 
@@ -122,7 +125,7 @@ class GradedBody:
                     self._raise_if(_moved_before_refusing(ops, expected, exc))
                 raise
         # The reference refused what the body accepted: any route will do, no collective.
-        method = replace(self.method, compare="routing") if refused else self.method
+        method = replace(self.method, compare="refused") if refused else self.method
         # The checks compare tensors: not through a Watched tensor's tracing (not compute).
         with torch._C.DisableTorchFunctionSubclass():
             problems = [f"rank {dist.get_rank()} {road}" for road in roads]
@@ -191,18 +194,24 @@ class GradedBody:
                 return [reused]
             if outstanding(ops):       # the first call's checks say so; its buffers live on
                 return []
-            mine = tensors(_flat(second)) if self.method.returns in ("fresh", "any") else []
-            mine += [p.grad for a in [args, list(kwargs.values())] for p in _parameters(a)
-                     if p.grad is not None]
-            storages = [weakref.ref(t.untyped_storage()) for t in mine]
-            for module in _modules([args, list(kwargs.values())]):   # keeping a model is
-                module.zero_grad(set_to_none=True)                   # fine, its grads: no
-        del second, args, kwargs, mine
+            storages = self._storages(second, [args, list(kwargs.values())])
+        del second, args, kwargs
         if _alive(storages):
             return [f"rank {dist.get_rank()} kept a reference to what {self.__name__} returned "
                     f"(or wrote), so a later call can overwrite it: results and gradients are "
                     f"new tensors each call, not a buffer (or list) you keep and reuse"]
         return []
+
+    def _storages(self, result, args) -> list:
+        """Weak references to the memory of what a call returned (new tensors) and of the
+        gradients it wrote. The modules' gradients are then set to None: keeping a model
+        is fine, keeping its gradients' memory is not."""
+        mine = tensors(_flat(result)) if self.method.returns in ("fresh", "any") else []
+        mine += [p.grad for p in _parameters(args) if p.grad is not None]
+        storages = [weakref.ref(t.untyped_storage()) for t in mine]
+        for module in _modules(args):
+            module.zero_grad(set_to_none=True)
+        return storages
 
     def _reference_ops(self, args, kwargs):
         """(the reference's record on copies of the arguments, whether it raised): None if
@@ -240,7 +249,7 @@ class GradedBody:
                      f"buffer belongs to the transfer from post to wait"
                      for op in ops if op.changed_in_flight]
         problems += differences(ops, expected, method, rank=rank, world_size=world_size)
-        if expected is not ops and method.compare != "routing":
+        if expected is not ops and method.compare not in ("routing", "refused"):
             problems += order_problems(ops, expected, rank=rank, pipelined=method.pipelined)
         names = _parameter_names(self.body, len(args))
         problems += [f"rank {rank} changed its argument `{names[i]}`; the contract lets it "

@@ -26,9 +26,6 @@ from __future__ import annotations
 
 import _thread
 import contextlib
-import os
-import sys
-import sysconfig
 import threading
 import time
 from dataclasses import dataclass, field
@@ -38,6 +35,8 @@ import torch._C._distributed_c10d as c10d_C
 import torch.distributed as dist
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from labs.harness.grading import callers
+from labs.harness.grading.callers import _NOT_CALLERS, caller, forbidding  # noqa: F401 (re-exported)
 from labs.harness.ranks import tracing
 
 # Ops that move no data: recorded, never counted as a collective that replaces the sends.
@@ -100,61 +99,6 @@ class _InFlight:
 _ACTIVE: list[list[Op]] = []          # the records being filled (nested: outermost first)
 _WORKS: dict[int, tuple] = {}         # id(Work) -> (Work, _InFlight): kept alive until waited
 _LISTENERS: list = []                 # callables (event, op, **info), see the docstring
-
-_TORCH = os.path.dirname(torch.__file__) + os.sep
-_LABS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# Frames that are never "the caller": torch, the standard library, the course's machinery.
-_NOT_CALLERS = (_TORCH, sysconfig.get_paths()["stdlib"] + os.sep,
-                os.path.join(_LABS, "harness") + os.sep, os.path.join(_LABS, "doctor") + os.sep)
-_WRAPPERS = frozenset({"wrapper", "inner", "_fn", "decorate_context"})
-
-
-def caller() -> tuple[str, str]:
-    """(file:line of the first frame outside torch, the standard library and the course's
-    machinery, the torch.distributed function it called)."""
-    frame, api = sys._getframe(1), ""
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if not name.startswith(_NOT_CALLERS) and not name.startswith("<"):
-            return f"{name}:{frame.f_lineno}", api
-        if name.startswith(_TORCH) and frame.f_code.co_name not in _WRAPPERS:
-            api = frame.f_code.co_name
-        frame = frame.f_back
-    return "", api
-
-
-# Code a graded body must not communicate through (graded.py sets it while the body runs):
-# the exercise's reference, and the course's own implementations of the lessons' methods.
-_FORBIDDEN: list = []                 # (code objects, path prefixes), innermost last
-
-
-@contextlib.contextmanager
-def forbidding(codes, prefixes, below):
-    """`with forbidding(codes, prefixes, below=frame):` every op records, in `borrowed`, the
-    first frame of its call stack under `below` (the frame that calls the body) that runs one
-    of `codes` or a file under one of `prefixes`. Frames from `below` up are the grader's,
-    which may call the body from the course's own driver (lesson 09's 1F1B step)."""
-    _FORBIDDEN.append((tuple(codes), tuple(prefixes), below))
-    try:
-        yield
-    finally:
-        _FORBIDDEN.pop()
-
-
-def _borrowed() -> str:
-    if not _FORBIDDEN:
-        return ""
-    codes, prefixes, below = _FORBIDDEN[-1]
-    frame = sys._getframe(1)
-    while frame is not None and frame is not below:
-        code = frame.f_code
-        # by identity: code objects compare equal across files (their file is not compared)
-        if any(code is c for c in codes) or code.co_filename.startswith(prefixes):
-            path = os.path.relpath(code.co_filename, os.path.dirname(_LABS))
-            return f"{path}:{frame.f_lineno} ({code.co_name})"
-        frame = frame.f_back
-    return ""
-
 
 def _notify(event: str, op: Op, **info) -> None:
     for listener in list(_LISTENERS):
@@ -270,7 +214,7 @@ class _Recorder(TorchDispatchMode):
         if found is None:
             return out
         where, api = caller()
-        borrowed = _borrowed()
+        borrowed = callers.borrowed()
         # While graded: no course wrapper saw this call, so the record puts it on the trace.
         untraced = bool(_ACTIVE) and not tracing.TRACER._depth()
         for op in found if isinstance(found, list) else [found]:
@@ -279,11 +223,7 @@ class _Recorder(TorchDispatchMode):
                 op.seq = len(ops)
                 ops.append(op)
         if isinstance(found, list):        # functional batch: waited through its tensors
-            for op in found:
-                op.waited, op.waited_at = True, op.seq + 1
-                _notify("post", op, tensors=[])
-                if untraced:
-                    _trace(op, blocking=True)
+            _functional_batch(found, untraced)
             return out
         op = found
         works = [o for o in (out if isinstance(out, tuple) else (out,))
@@ -298,6 +238,14 @@ class _Recorder(TorchDispatchMode):
             op.waited_at = op.seq + 1
         _notify("post", op, tensors=_tensors(args[0]) if args else [])
         return out
+
+
+def _functional_batch(ops, untraced):
+    for op in ops:
+        op.waited, op.waited_at = True, op.seq + 1
+        _notify("post", op, tensors=[])
+        if untraced:
+            _trace(op, blocking=True)
 
 
 # Ops that touch a tensor's shape or dtype only, never its values.

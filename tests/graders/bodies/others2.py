@@ -22,7 +22,7 @@ def _wait(works):
 def forward_tagged_detached(output, next_rank):
     got = torch.zeros(output.shape, dtype=output.dtype)
     _wait(dist.batch_isend_irecv([dist.P2POp(dist.irecv, got, next_rank, tag=9),
-                                  dist.P2POp(dist.isend, output.detach(), next_rank, tag=9)]))
+                                  dist.P2POp(dist.isend, output.detach().contiguous(), next_rank, tag=9)]))
     return got
 
 

@@ -13,7 +13,9 @@ def exchange_blocking(tensor, peer):
 
 
 def exchange_parity_nonblocking(tensor, peer):
-    """Correct: Megatron-LM's unbatched path, isend/irecv ordered by rank parity."""
+    """Wrong: Megatron-LM's unbatched path, isend/irecv ordered by GLOBAL rank parity:
+    stages on ranks 0 and 2 are both even, so both send first, ungrouped, which NCCL needs
+    grouped; and empty_like of a transposed view is not contiguous."""
     received = torch.empty_like(tensor)
     if dist.get_rank() % 2 == 0:
         works = [dist.isend(tensor.contiguous(), peer), dist.irecv(received, peer)]
