@@ -22,6 +22,7 @@ import torch.distributed.distributed_c10d as c10d
 
 from labs.doctor.events import Event, rank_file
 from labs.doctor.watch import BufferWatch
+from labs.harness.grading import callers
 from labs.harness.grading import record as rec
 
 DIR_ENV, CWD_ENV = "P2P_DOCTOR_DIR", "P2P_DOCTOR_CWD"
@@ -126,11 +127,11 @@ def _patch(agent: Agent) -> None:
 def _failure(error: BaseException) -> dict:
     """The exit event's fields for an exception: its text and the script's line."""
     frames = traceback.extract_tb(error.__traceback__)
-    mine = [f for f in frames if not f.filename.startswith(rec._NOT_CALLERS)
+    mine = [f for f in frames if not f.filename.startswith(callers._NOT_CALLERS)
             and not f.filename.startswith("<")]
     where = f"{mine[-1].filename}:{mine[-1].lineno}" if mine else ""
     inside = [f.name for f in frames if "torch/distributed/" in f.filename
-              and f.name not in rec._WRAPPERS]
+              and f.name not in callers._WRAPPERS]
     text = f"{type(error).__name__}: {error}".strip().splitlines()[0][:500]
     return dict(text=text, where=where, api=inside[0] if inside else "")
 

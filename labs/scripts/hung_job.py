@@ -27,9 +27,7 @@ from torch.distributed.elastic.multiprocessing.errors import record
 SHARD_SIZES = (3, 5, 4, 4)      # rank r holds SHARD_SIZES[r % 4] values
 
 
-def say(rank, text):
-    # The newline inside the text: one write per line (torchrun runs python -u, where
-    # print() writes text and newline separately, and ranks' lines mix mid-line).
+def say(rank, text):     # one write per line: under torchrun's python -u, print() makes two
     print(f"rank {rank}: {text}\n", end="", flush=True)
 
 

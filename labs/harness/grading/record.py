@@ -36,7 +36,7 @@ import torch.distributed as dist
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from labs.harness.grading import callers
-from labs.harness.grading.callers import _NOT_CALLERS, caller, forbidding  # noqa: F401 (re-exported)
+from labs.harness.grading.callers import caller, forbidding  # noqa: F401 (re-exported)
 from labs.harness.ranks import tracing
 
 # Ops that move no data: recorded, never counted as a collective that replaces the sends.
