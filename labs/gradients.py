@@ -48,15 +48,17 @@ def average_gradients_all_to_all(model):
         must be the same on every rank (true when every rank runs the same model code:
         frozen or unused parameters); otherwise the sends and receives do not pair up.
       * any floating dtype, also mixed in one model (each gradient travels in its own
-        dtype); any world size, including 1 (nothing to send: do not call
-        batch_isend_irecv with an empty list, it raises IndexError).
+        dtype); any layout: a gradient may be non-contiguous (a channels_last conv
+        weight's), and gloo sends and receives contiguous tensors only; any world size,
+        including 1 (nothing to send: do not call batch_isend_irecv with an empty list,
+        it raises IndexError).
       * every rank ends with the SAME bits: add the W gradients in rank order
         (0, 1, ..., W-1) on every rank, then divide by W. Adding your own gradient first
         gives each rank a different rounding, and replicas slowly drift apart.
       * returns None.
 
-    Hint: for each gradient and each peer, an isend of your gradient and an irecv into a
-    fresh buffer; both sides post them in `model.parameters()` order, so the messages
+    Hint: for each gradient and each peer, an isend of your gradient (`.contiguous()`) and
+    an irecv into a fresh buffer; both sides post them in `model.parameters()` order, so the messages
     between a pair match up in order (FIFO). Wait for every request before reading a
     buffer. Lesson 08 runs the widely copied broken version of this function.
     """
@@ -70,7 +72,8 @@ def average_gradients_ring(model):
     (from labs.ring), divide by world size, copy the pieces back into each `param.grad`.
 
     Contract: as for average_gradients_all_to_all (None grads skipped, consistently
-    across ranks; any world size including 1; returns None). Mixed dtypes: one flat
+    across ranks; any layout: `g.view(-1)` fails on a channels_last gradient, where
+    `g.reshape(-1)` copies; any world size including 1; returns None). Mixed dtypes: one flat
     buffer per dtype (torch.cat would promote float32 to float64), each ring-reduced in its
     own dtype: one `ring_all_reduce` call per dtype (the grader records them), no
     collective. Your lesson-05 ring must be solved first.

@@ -12,9 +12,11 @@ from labs.harness.grading import (GradeFailure, call, check_close, check_fresh, 
 CASES = [((10,), torch.float32), ((3, 4), torch.int64), ((), torch.float64),
          (((1 << 20) + 1,), torch.float32)]   # large: the method on every size
 # checked_exchange: what the odd rank of each pair passes, next to the even rank's tensor.
-# "int64 as float64": the same shape and element size, bytes that mean something else.
+# Each mismatch differs in one property only: "int64 as float64" and "float16 as
+# bfloat16" (element size, and kind too), bytes that mean something else; "one more
+# dimension" (6,) against (6, 1), the same elements in the same order.
 CHECKED = ["same", "same int64", "one element more", "float64", "transposed shape",
-           "int64 as float64"]
+           "int64 as float64", "float16 as bfloat16", "one more dimension"]
 # Every rank has a partner of the other parity: even world sizes, up to 8 (a body may
 # branch on the world size).
 PAIRED_WORLD_SIZES = [2, 4, 6, 8]
@@ -33,7 +35,9 @@ def _checked_tensor(rank, case):
                     "one element more": ((6,) if odd else (5,), torch.float32),
                     "float64": ((5,), torch.float64 if odd else torch.float32),
                     "transposed shape": ((3, 2) if odd else (2, 3), torch.float32),
-                    "int64 as float64": ((5,), torch.int64 if odd else torch.float64)}[case]
+                    "int64 as float64": ((5,), torch.int64 if odd else torch.float64),
+                    "float16 as bfloat16": ((5,), torch.float16 if odd else torch.bfloat16),
+                    "one more dimension": ((6, 1) if odd else (6,), torch.float32)}[case]
     return seeded(rank, shape, dtype, CHECKED.index(case))
 
 

@@ -2,7 +2,8 @@
 average_gradients_ring and average_gradients_bucketed.
 
 Each grader launches real workers (1-8 ranks) with a model that has float32 and float64
-parameters, a 3-d parameter, a frozen one and an unused one (grad None on every rank),
+parameters, bfloat16 and float16 ones, a channels_last one (its gradient not contiguous), a
+3-d parameter, a frozen one and an unused one (grad None on every rank),
 then a large one (2^20 weights), with gradients that differ per rank. Expected:
 `dist.all_reduce(grad); grad /= W`.
 The method: point-to-point only; the ring versions call lesson 05's ring_all_reduce once
@@ -89,9 +90,10 @@ class Mixed(nn.Module):
     parameters of one shape and dtype (cube, twin); a weight shared by two layers (tied);
     a gradient that is all zeros on odd ranks only (gate), as a branch one rank skips."""
 
-    def __init__(self, rank=0):
+    def __init__(self, rank=0, other_branch=False):
         super().__init__()
         torch.manual_seed(0)
+        self.other_branch = other_branch    # `unused` used, `gate` not: other grads are None
         self.a = nn.Linear(5, 4)
         self.b = nn.Linear(4, 3).double()
         self.cube = nn.Parameter(torch.randn(2, 3, 2))
@@ -102,12 +104,27 @@ class Mixed(nn.Module):
         self.tied.weight = self.a.weight
         self.gate = nn.Parameter(torch.randn(3))
         self.gate_open = float(rank % 2 == 0)
+        # Half precisions, each in its own dtype on the wire (gradients (1 + rank) * 2^i:
+        # exact, and so is their mean), and a channels_last weight: a gradient that is not
+        # contiguous (gloo refuses to send it as it is).
+        self.bf16 = nn.Parameter(torch.ones(4, dtype=torch.bfloat16))
+        self.fp16 = nn.Parameter(torch.ones(3, dtype=torch.float16))
+        self.conv = nn.Parameter(torch.randn(2, 3, 2, 2).to(memory_format=torch.channels_last))
+        self.rank_factor = 1.0 + rank
 
     def loss(self, x):
         h = torch.tanh(self.a(x) + 0.5 * self.tied(x) + self.frozen.sum())
         out = self.b(h.double())
         return out.pow(2).mean() + (self.cube.double() ** 2).sum() * x.double().mean() + \
-            (self.twin * self.cube).sum() * x.mean() + (self.gate ** 2).sum() * self.gate_open
+            (self.twin * self.cube).sum() * x.mean() + self._branch() + \
+            sum((p.float() * 2.0 ** torch.arange(p.numel())).sum() * self.rank_factor
+                for p in (self.bf16, self.fp16)) + (self.conv ** 2).sum() * x.mean()
+
+
+    def _branch(self):
+        if self.other_branch:
+            return (self.unused ** 2).sum() * self.rank_factor
+        return (self.gate ** 2).sum() * self.gate_open
 
 
 class Large(nn.Module):
@@ -127,6 +144,10 @@ class Large(nn.Module):
             self.tail.weight.pow(2).sum() * x.mean() + (self.bias ** 2).sum() * x.double().mean()
 
 
+def OtherBranch(rank):   # noqa: N802 - a constructor, as Mixed and Large
+    return Mixed(rank, other_branch=True)
+
+
 def _grads(model):
     return {name: None if p.grad is None else p.grad.clone()
             for name, p in model.named_parameters()}
@@ -138,8 +159,10 @@ def averaging_worker(rank, world_size, impl, name):
     fn = implementation(impl, "gradients", name)
     records = []
     bucketed = name == "average_gradients_bucketed"
+    # Then the same class again, taking its other branch (other gradients are None): a
+    # plan or buffer kept from the first model does not fit it.
     cases = [(Mixed, b) for b in (BUCKETS if bucketed else (None,))] + \
-        [(Large, 4 << 20 if bucketed else None)]
+        [(OtherBranch, 25 if bucketed else None), (Large, 4 << 20 if bucketed else None)]
     for make, bucket_bytes in cases:
         model = make(rank)
         model.zero_grad(set_to_none=True)
@@ -147,10 +170,12 @@ def averaging_worker(rank, world_size, impl, name):
         model.loss(x).backward()
         expected = _grads(model)
         for g in (g for g in expected.values() if g is not None):
-            dist.all_reduce(g)
-            g /= world_size
+            total = g.double().contiguous()       # exact for the half precisions' (1 + rank)
+            dist.all_reduce(total)
+            g.copy_(total / world_size)
         what = name + ("" if bucket_bytes is None else f"(bucket_bytes={bucket_bytes})") + \
-            (" on a model of 2^20 weights" if make is Large else "")
+            (" on a model of 2^20 weights" if make is Large else "") + \
+            (" on the model's other branch" if make is OtherBranch else "")
         args = (model,) if bucket_bytes is None else (model, bucket_bytes)
         with ring_calls(fn) as rings:
             done = call(fn, *args, case=what)
@@ -232,7 +257,10 @@ def _check_means(results, world_size):
                 if got[pname] is None:
                     raise GradeFailure(f"{label}: rank {rank} set its grad to None; "
                                        f"expected the mean over ranks")
-                check_close(got[pname], exp, rank=rank, what=label)
+                # Half precisions: a sum in another order, or divided first, rounds on the way
+                low = {torch.bfloat16: 2.0 ** -8, torch.float16: 2.0 ** -11}.get(exp.dtype)
+                check_close(got[pname], exp, rank=rank, what=label,
+                            **({"atol": 0, "rtol": (world_size + 2) * low} if low else {}))
                 reference = results[0][i][2][pname]
                 if rank > 0 and not torch.equal(got[pname], reference):
                     diff = (got[pname].double() - reference.double()).abs().max().item()

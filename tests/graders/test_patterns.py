@@ -38,7 +38,7 @@ EXCHANGE = "send_forward_recv_backward / send_backward_recv_forward"
 
 
 @pytest.mark.grades("send_forward_recv_backward", "send_backward_recv_forward")
-@pytest.mark.parametrize("dtype_name", ["float32", "int64"])
+@pytest.mark.parametrize("dtype_name", ["float32", "int64", "float64", "bfloat16"])
 def test_neighbour_exchange_head_to_head(impl, dtype_name):
     what = EXCHANGE
     results = grade(exchange_grader_worker, 3, args=(impl, dtype_name), what=what)

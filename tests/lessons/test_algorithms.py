@@ -46,7 +46,8 @@ PARTNERS = "in this method rank"
     ("halving_doubling_all_reduce", "all_reduce_ring", 4,
      ("halving-doubling on 4 ranks", PARTNERS, "never sent anything")),
     ("halving_doubling_all_reduce", "all_reduce_doubling", 2,
-     ("halving-doubling on 2 ranks", "the method has 2", "no message holds more than")),
+     ("halving-doubling on 2 ranks", "the method has 2", "no message holds more than",
+      "the method waits for that request first")),
 ])
 def test_graders_reject_wrong_bodies(grader, bad, world_size, message):
     messages = message if isinstance(message, tuple) else (message,)

@@ -16,11 +16,14 @@ WATCHED_LABEL = "matmul seen by the grader"
 
 
 class Watched(torch.Tensor):
-    """A tensor whose products show on the trace as compute spans (label WATCHED_LABEL), so a
-    grader sees when the exercise computed, however it wrote the product: any torch function
-    that combines this tensor with another one into a result of the product's shape (`@`,
-    mm, einsum, linear, linalg.multi_dot, tensordot, ...) is a span; `type_as`, `to` and
-    other calls that only look at the other tensor are not. The tensor stays watched through
+    """A tensor whose uses show on the trace as compute spans (label WATCHED_LABEL), so a
+    grader sees when the exercise computed with it, however it wrote the product: any torch
+    function that combines this tensor (or a view, a copy, a result of it) with a tensor
+    that is not watched (the block) is a span (`@`, mm, einsum, linear, a broadcast
+    multiply, column or row blocks, split-K partial products, ...); joining partial
+    products (cat, +), calls that only look at the other tensor's shape or dtype
+    (`type_as`, `to`, `view_as`, ...) and calls that return no tensor (`result_type`,
+    `equal`) are not. The tensor stays watched through views, copies and
     `as_subclass`; taking its values out of torch (numpy, tolist) is refused: the grader
     could not see the product."""
 
@@ -34,39 +37,29 @@ class Watched(torch.Tensor):
         if func is torch.Tensor.as_subclass:          # stays watched
             return super().__torch_function__(func, types, (args[0], cls), {})
         tensors = _all_tensors((args, kwargs))
-        if len(tensors) < 2:
+        # The weight (or what came of it: a view, a copy, a partial product) with another
+        # tensor: arithmetic with the block. Joining partial products (cat, +) is not a span.
+        if func in _SHAPE_ONLY or all(isinstance(t, Watched) for t in tensors) or \
+                not any(isinstance(t, Watched) for t in tensors):
             return super().__torch_function__(func, types, args, kwargs)
         event = tracing.TRACER._new("compute", label=WATCHED_LABEL)
         out = super().__torch_function__(func, types, args, kwargs)
-        if _product_like(out, tensors):
+        if _all_tensors(out):
             event.t_done = time.perf_counter()
         elif tracing.TRACER.events and tracing.TRACER.events[-1] is event:
-            tracing.TRACER.events.pop()               # not the product: no span
+            tracing.TRACER.events.pop()       # a dtype, a bool, a shape: nothing computed
         return out
 
 
 _ESCAPES = {torch.Tensor.numpy, torch.Tensor.tolist, torch.Tensor.__array__,
             torch.Tensor.__dlpack__}
-
-
-def _product_like(out, tensors) -> bool:
-    """A result of the product or of a part of it, either way round: with the watched weight
-    (k, m) and the other tensor x, (x's rows..., m) where x has k columns, or (m, x's
-    columns...) where x has k rows (weight.T @ block.T). Rows of the block at a time count;
-    `type_as`, `to` (the weight's own shape, no contraction with x) do not."""
-    out = out[0] if isinstance(out, (tuple, list)) and out else out
-    weights = [t for t in tensors if isinstance(t, Watched)]
-    others = [t for t in tensors if not isinstance(t, Watched) and t.dim() >= 1]
-    if not (isinstance(out, torch.Tensor) and weights and others and out.dim() >= 1):
-        return False
-    k, m = _WEIGHT_SHAPE[0] if _WEIGHT_SHAPE else tuple(weights[0].shape[-2:])
-    shape = tuple(out.shape)
-    return any((shape[-1] == m and o.shape[-1] == k and shape[:-1] == tuple(o.shape[:-1])) or
-               (shape[0] == m and o.shape[0] == k and shape[1:] == tuple(o.shape[1:]))
-               for o in others)
-
-
-_WEIGHT_SHAPE: list = []      # (k, m) of the weight last watched: its views keep no attribute
+# Calls that read another tensor's shape, dtype or device only: no arithmetic with the weight.
+_SHAPE_ONLY = {torch.Tensor.to, torch.Tensor.type_as, torch.Tensor.view_as,
+               torch.Tensor.reshape_as, torch.Tensor.expand_as, torch.Tensor.is_same_size,
+               torch.Tensor.new_empty, torch.Tensor.new_zeros, torch.Tensor.new_ones,
+               torch.Tensor.new_full, torch.Tensor.new_tensor, torch.empty_like,
+               torch.zeros_like, torch.ones_like, torch.full_like, torch.Tensor.__eq__,
+               torch.Tensor.__ne__, torch.Tensor.__hash__}
 
 
 def _all_tensors(x) -> list:
@@ -80,7 +73,6 @@ def _all_tensors(x) -> list:
 
 
 def watched(tensor: torch.Tensor) -> torch.Tensor:
-    _WEIGHT_SHAPE[:] = [tuple(tensor.shape)] if tensor.dim() == 2 else []
     return tensor.as_subclass(Watched)
 
 

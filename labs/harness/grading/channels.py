@@ -62,6 +62,20 @@ def _by_the_machinery() -> bool:
     return decided is None or decided
 
 
+_C10D = os.path.join(_TORCH, "distributed", "distributed_c10d.py")
+
+
+def _process_group_bookkeeping() -> bool:
+    """torch's own process-group code (new_group, a barrier) keeps its state in the store;
+    any other caller (the body, or a torch helper it called) moves data through it."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename == _C10D:
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _audit(event: str, args) -> None:
     if not _USED:
         return
@@ -90,8 +104,7 @@ def _audit(event: str, args) -> None:
 
 def _guarded(name, original):
     def method(self, *args, **kwargs):
-        caller = sys._getframe(1).f_code.co_filename
-        if _USED and not caller.startswith((_TORCH, _STDLIB)):
+        if _USED and not _process_group_bookkeeping() and not _by_the_machinery():
             _took(f"called the rendezvous store's {name}()")
         return original(self, *args, **kwargs)
     method.__name__ = name

@@ -14,9 +14,9 @@ extra synchronisation that moves no data. An exercise declares more in its `Meth
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from labs.harness.grading.record import Op
+from labs.harness.grading.ops import Op
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,11 @@ class Method:
     returns_requests: it hands back Works for the caller to wait (not waited inside).
     pipelined: each send is posted no later, against the waits, than the reference's
              (order.py); every method waits its requests no later than the reference.
+    contents: what travels is fixed by the contract (the data itself, not partial sums
+             whose rounding depends on the order of additions): each rank sends every peer
+             the same bytes as the reference, in any order (compare="exact" only).
+    any_source: a receive from any source is judged by the rank it came from (only where
+             a rank has one sender for the whole launch, so no message can overtake).
     compare: how much of the reference's communication is the method:
              "exact":   partners, and each message's size and dtype (in order, if ordered);
              "counts":  partners and dtypes; the number of messages per peer; no message
@@ -52,6 +57,8 @@ class Method:
     returns_requests: bool = False
     compare: str = "exact"
     pipelined: bool = False
+    contents: bool = False
+    any_source: bool = False
 
 
 def _messages(ops, kind, empty=False) -> dict:
@@ -77,11 +84,17 @@ def _peer(peer) -> str:
     return "any source" if peer is None else f"rank {peer}"
 
 
+def _why(method, rank, world_size) -> str:
+    return method.why.format(rank=rank, p=world_size, next=(rank + 1) % max(world_size, 1),
+                             prev=(rank - 1) % max(world_size, 1))
+
+
 def differences(mine: list[Op], reference: list[Op], method: Method, *, rank: int,
                 world_size: int) -> list[str]:
     """What this rank did differently from the reference, one sentence each (empty: none)."""
-    why = method.why.format(rank=rank, p=world_size, next=(rank + 1) % max(world_size, 1),
-                            prev=(rank - 1) % max(world_size, 1))
+    why = _why(method, rank, world_size)
+    if method.any_source:
+        mine = [replace(op, peer=op.source) if op.source is not None else op for op in mine]
     found = []
     extra = _collectives(mine) - _collectives(reference)
     if extra:
@@ -100,22 +113,55 @@ def differences(mine: list[Op], reference: list[Op], method: Method, *, rank: in
             found += _compare_counts(got, _messages(reference, kind, empty=True), rank=rank,
                                      verb=verb, does=does, prep=prep, why=why) or \
                 _counts_floor(got, expected, rank=rank, verb=verb, prep=prep, why=why)
-            continue
-        for peer in sorted(set(got) - set(expected), key=lambda p: (p is None, p)):
-            where = ", ".join(_peer(p) for p in sorted(expected))
-            only = (f"in this method rank {rank} {does} {prep} {where} only" if where else
-                    f"in this method rank {rank} {does} nothing in this case")
-            found.append(f"rank {rank} {verb} {_sizes(got[peer])} {prep} {_peer(peer)}; "
-                         f"{only}: {why}")
-        for peer in sorted(set(expected) & set(got)):
-            found += _compare_peer(got[peer], expected[peer], method, rank=rank, verb=verb,
-                                   does=does, prep=prep, peer=peer, why=why)
-        for peer in sorted(set(expected) - set(got)):
-            found.append(f"rank {rank} never {verb} anything {prep} {_peer(peer)}; expected "
-                         f"{_sizes(expected[peer])}: {why}")
-        if method.compare == "volume" and not found:
-            found += _compare_volume(got, expected, rank=rank, verb=verb, prep=prep, why=why)
+        else:
+            found += _compare_messages(got, expected, method, rank=rank, verb=verb, does=does,
+                                       prep=prep, why=why)
+    if method.contents and not found:
+        found += _compare_contents(mine, reference, rank=rank, why=why)
     return found
+
+
+def _compare_messages(got, expected, method, *, rank, verb, does, prep, why) -> list[str]:
+    """compare="exact" or "volume": the same partners, and per peer the same messages (or,
+    "volume", the same elements in all)."""
+    found = []
+    for peer in sorted(set(got) - set(expected), key=lambda p: (p is None, p)):
+        where = ", ".join(_peer(p) for p in sorted(expected))
+        only = (f"in this method rank {rank} {does} {prep} {where} only" if where else
+                f"in this method rank {rank} {does} nothing in this case")
+        found.append(f"rank {rank} {verb} {_sizes(got[peer])} {prep} {_peer(peer)}; "
+                     f"{only}: {why}")
+    for peer in sorted(set(expected) & set(got)):
+        found += _compare_peer(got[peer], expected[peer], method, rank=rank, verb=verb,
+                               does=does, prep=prep, peer=peer, why=why)
+    for peer in sorted(set(expected) - set(got)):
+        found.append(f"rank {rank} never {verb} anything {prep} {_peer(peer)}; expected "
+                     f"{_sizes(expected[peer])}: {why}")
+    if method.compare == "volume" and not found:
+        found += _compare_volume(got, expected, rank=rank, verb=verb, prep=prep, why=why)
+    return found
+
+
+def contents_problems(mine, reference, method, *, rank, world_size) -> list[str]:
+    """The contents comparison alone (a second call, on other values)."""
+    return _compare_contents(mine, reference, rank=rank, why=_why(method, rank, world_size))
+
+
+def _compare_contents(mine, reference, *, rank, why) -> list[str]:
+    """Each send holds what the reference sends that peer (the bytes, compared by hash, in
+    any order): not a difference from an earlier message, a value worked out for the
+    receiver, or a placeholder while the data goes some other way."""
+    left: dict = {}
+    for op in (o for o in mine if o.kind == "send" and o.numel):
+        expected = left.setdefault(op.peer, Counter(
+            o.digest for o in reference if o.kind == "send" and o.numel and o.peer == op.peer))
+        if expected[op.digest] > 0:
+            expected[op.digest] -= 1
+            continue
+        return [f"rank {rank} sent {op.describe()} holding other values than the method "
+                f"sends there ({why}): send the data itself, not a value worked out from it, "
+                f"a difference from an earlier call, or a stand-in"]
+    return []
 
 
 def _compare_counts(got, expected, *, rank, verb, does, prep, why) -> list[str]:

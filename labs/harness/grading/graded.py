@@ -37,10 +37,11 @@ from labs.harness.ranks import tracing
 from labs.harness.ranks.exercises import untouched
 from labs.harness.grading import lessons
 from labs.harness.grading.channels import SideChannel, closed_roads
-from labs.harness.grading.compare import Method, differences
+from labs.harness.grading.buffers import DIGESTS, overlap, read_only
+from labs.harness.grading.compare import Method, contents_problems, differences
 from labs.harness.grading.methods import METHODS
 from labs.harness.grading.order import order_problems
-from labs.harness.grading.record import forbidding, install, outstanding, overlap, record
+from labs.harness.grading.record import forbidding, install, outstanding, record
 from labs.harness.grading.run import GradeFailure
 from labs.harness.grading.state import (copy_args, grads_problems, memory_problems, places,
                                          shares_memory, snapshot, state, state_problems,
@@ -110,12 +111,22 @@ class GradedBody:
     def __call__(self, *args, **kwargs):
         if not dist.is_initialized():
             return self.body(*args, **kwargs)
-        again = copy_args((args, kwargs), shift=1) if self._probes() else None
+        DIGESTS.append(self.method.contents)     # hash what each send holds, if compared
+        try:
+            return self._graded(args, kwargs)
+        finally:
+            DIGESTS.pop()
+
+    def _graded(self, args, kwargs):
+        # The second call's values change on even ranks only: a body that skips the work
+        # when its own input repeats is wrong as soon as another rank's changed.
+        again = copy_args((args, kwargs), shift=1 - dist.get_rank() % 2) \
+            if self._probes() else None
         expected, refused = self._reference_ops(args, kwargs)
         with torch._C.DisableTorchFunctionSubclass():
             before = [snapshot(a) for a in args]
             where, found = [places(a) for a in args], state(args)
-        with record() as ops, closed_roads() as roads, \
+        with record() as ops, closed_roads() as roads, read_only(self._lent(args)), \
                 forbidding(*self.borrowing, below=sys._getframe()):
             try:
                 result = self.body(*args, **kwargs)
@@ -146,6 +157,15 @@ class GradedBody:
                 self._earlier.append((result, snapshot(result)))
         return result
 
+    def _lent(self, args) -> list:
+        """[(name, tensor)] the body may read and not write: the arguments the contract
+        does not let it write, and every module's parameters (a module's .grad it may)."""
+        names = _parameter_names(self.body, len(args))
+        return [(f"`{names[i]}`" + ("'s parameters" if isinstance(a, torch.nn.Module) else ""), t)
+                for i, a in enumerate(args)
+                for t in (tensors(a) if i not in self.method.writes else
+                          [p.data for p in _parameters(a)])]
+
     def _probes(self) -> bool:
         """Call the body again after this call? Every call that returns new tensors (a
         buffer kept for some cases only shows in those cases), once a launch otherwise."""
@@ -171,6 +191,10 @@ class GradedBody:
         with torch._C.DisableTorchFunctionSubclass():
             values = [] if requests else [t.detach().clone() for t in written(kept)]
         args, kwargs = box.pop()
+        # What travels must not depend on earlier calls either (a difference from the last
+        # message sent is the data only the first time): the reference runs on these too.
+        contents = self.method.contents and not requests
+        expected = self._reference_ops(args, kwargs) if contents else (None, True)
         start = len(tracing.TRACER.events)
         try:
             with record() as ops, closed_roads() as roads:
@@ -184,6 +208,24 @@ class GradedBody:
             del tracing.TRACER.events[start:]
         if roads:
             return [f"rank {dist.get_rank()} {road}" for road in roads]
+        if expected[0] is not None and not expected[1]:   # the reference accepted these inputs
+            sent = self._contents_again(ops, expected[0])
+            if sent:
+                return sent
+        box = [(second, args, kwargs)]       # _kept holds the only references: it drops them
+        del second, args, kwargs
+        return self._kept(kept, values, box, ops)
+
+    def _contents_again(self, ops, expected) -> list[str]:
+        sent = contents_problems(ops, expected, self.method, rank=dist.get_rank(),
+                                 world_size=dist.get_world_size())
+        return [sent[0] + f" (when {self.__name__} was called again, on other values)"] \
+            if sent else []
+
+    def _kept(self, kept, values, box, ops) -> list[str]:
+        """The first call's results unchanged, the second's not held by the body."""
+        requests = self.method.returns_requests
+        second, args, kwargs = box.pop()
         reused = (f"rank {dist.get_rank()} changed what an earlier call returned (or wrote) "
                   f"when {self.__name__} was called again: results and gradients are new "
                   f"tensors each call, not a buffer (or list) you keep and reuse")
@@ -245,6 +287,9 @@ class GradedBody:
                     for op in ([] if method.returns_requests else outstanding(ops))]
         if method.returns_requests:
             problems += _request_problems(ops, result, rank, self.name)
+        problems += [f"rank {rank} received into the memory of its argument {op.into} "
+                     f"({op.describe()}); the contract lets it only read {op.into}: receive "
+                     f"into a tensor of your own" for op in ops if op.into]
         problems += [f"rank {rank} posted {op.describe()} and {op.changed_in_flight}: a "
                      f"buffer belongs to the transfer from post to wait"
                      for op in ops if op.changed_in_flight]

@@ -1,27 +1,32 @@
 """Each exercise's method: its reference solution (solutions/<module>.py, same name) and what
-the comparison leaves free. One entry per exercise; the graders look it up by name."""
+the comparison leaves free. One entry per exercise; the graders look it up by name.
+`contents=True` where the contract fixes what travels: the data itself, never partial sums
+(their rounding depends on the order of the additions, which the method leaves free)."""
 from labs.harness.grading.compare import Method
 
 RING = "in the ring, rank {rank} sends only to rank {next} and receives only from rank {prev}"
 _PER_PEER = "every gradient to every other rank, and each of theirs received"
+_PAIR = "one send to the peer and one receive from it"
 
 METHODS = {
     "p2p.ping_pong": Method("ranks 0 and 1 bounce the tensor, one send and one receive per "
-                            "round each way"),
+                            "round each way", contents=True, any_source=True),
     "p2p.pass_token": Method("the token travels once around the ring 0 -> 1 -> ... -> 0: "
-                             "rank {rank} receives from rank {prev} and sends to rank {next}"),
+                             "rank {rank} receives from rank {prev} and sends to rank {next}",
+                             contents=True, any_source=True),
     "batching.exchange_with_neighbours": Method("rank {rank} sends its tensor to both "
-                                                "neighbours and receives one from each"),
+                                                "neighbours and receives one from each",
+                                                contents=True),
     "batching.ring_shift": Method("one message straight to rank + k, one from rank - k, "
-                                  "not relayed through the ranks between"),
+                                  "not relayed through the ranks between", contents=True),
     "batching.all_pairs_exchange": Method("to every other rank: its length first, then the "
-                                          "chunk, in the chunk's own dtype"),
-    "waiting.safe_ring_shift": Method(RING),
-    "waiting.overlapped_step": Method(RING, writes=(2,)),
-    "deadlocks.exchange_batched": Method("one send to the peer and one receive from it"),
-    "deadlocks.exchange_parity_ordered": Method("one send to the peer and one receive from it"),
+                                          "chunk, in the chunk's own dtype", contents=True),
+    "waiting.safe_ring_shift": Method(RING, contents=True),
+    "waiting.overlapped_step": Method(RING, writes=(2,), contents=True),
+    "deadlocks.exchange_batched": Method(_PAIR, contents=True),
+    "deadlocks.exchange_parity_ordered": Method(_PAIR, contents=True),
     "deadlocks.checked_exchange": Method("the fixed-size metadata (encode_meta) first, then "
-                                         "the tensor, each way"),
+                                         "the tensor, each way", contents=True),
     "ring.ring_reduce_scatter": Method(RING + ", one chunk per step", writes=(0,),
                                        returns="view"),
     "ring.ring_all_reduce": Method(RING + ", one chunk per step", writes=(0,), returns="input",
@@ -38,20 +43,20 @@ METHODS = {
                                                    returns="nothing", compare="counts"),
     "collectives.p2p_broadcast": Method("the star: src sends the tensor once to every other "
                                         "rank, each of them receives it once, from src only",
-                                        writes=(0,), returns="input"),
+                                        writes=(0,), returns="input", contents=True),
     "collectives.p2p_gather": Method("the star: every other rank sends its tensor once, "
-                                     "straight to dst; dst receives once from each"),
-    "collectives.p2p_all_gather": Method(RING + ", one rank's tensor per step"),
+                                     "straight to dst; dst receives once from each", contents=True),
+    "collectives.p2p_all_gather": Method(RING + ", one rank's tensor per step", contents=True),
     "collectives.p2p_all_to_all": Method("one message to and one from every other rank",
-                                         writes=(0,), returns="input"),
+                                         writes=(0,), returns="input", contents=True),
     "snippets.fixed_average_gradients": Method(_PER_PEER, writes=(0,), returns="nothing",
                                                compare="volume"),
     "patterns.send_forward_recv_backward": Method("one send to and one receive from the "
-                                                  "next stage"),
+                                                  "next stage", contents=True),
     "patterns.send_backward_recv_forward": Method("one send to and one receive from the "
-                                                  "previous stage"),
+                                                  "previous stage", contents=True),
     "patterns.rotate_kv": Method(RING + ": k and v each way", returns_requests=True,
-                                 ordered=False),
+                                 ordered=False, contents=True),
     "algorithms.tree_broadcast": Method("the binomial tree: rank {rank} receives once from "
                                         "its parent, then sends to its children",
                                         writes=(0,), returns="input", compare="routing"),

@@ -15,16 +15,18 @@ soon as it is reduced, not a whole step at a time).
 """
 from __future__ import annotations
 
-from labs.harness.grading.record import Op
+from labs.harness.grading.ops import Op
 
 BLOCKING = frozenset({"send", "recv"})     # dist.send / dist.recv: a Work waited at once
 
 
 def _keyed(ops: list[Op]) -> dict[tuple, Op]:
-    """{(kind, peer, k): the k-th op of that kind with that peer, in posting order}."""
+    """{(kind, peer, k): the k-th op of that kind with that peer, in posting order}. Empty
+    messages carry nothing and are left out: an extra one (a "handshake") changes no step."""
     seen: dict[tuple, int] = {}
     keyed = {}
-    for op in sorted((o for o in ops if o.kind in ("send", "recv")), key=lambda o: o.seq):
+    for op in sorted((o for o in ops if o.kind in ("send", "recv") and o.numel),
+                     key=lambda o: o.seq):
         k = seen.get((op.kind, op.peer), 0)
         seen[(op.kind, op.peer)] = k + 1
         keyed[(op.kind, op.peer, k)] = op

@@ -36,56 +36,10 @@ import torch.distributed as dist
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from labs.harness.grading import callers
+from labs.harness.grading.buffers import DIGESTS, READ_ONLY, _tensors, digest, overlap
 from labs.harness.grading.callers import caller, forbidding  # noqa: F401 (re-exported)
+from labs.harness.grading.ops import SYNC_ONLY, Op, _classify  # noqa: F401 (re-exported)
 from labs.harness.ranks import tracing
-
-# Ops that move no data: recorded, never counted as a collective that replaces the sends.
-SYNC_ONLY = frozenset({"barrier", "monitored_barrier_"})
-SENDS = frozenset({"send", "isend"})                       # c10d / _c10d_functional names
-RECVS = frozenset({"recv_", "recv_any_source_", "irecv"})
-NOT_COMMUNICATION = frozenset({"check_for_nan", "wait_tensor", "_wrap_tensor_autograd"})
-# What readers call each collective (the dispatcher's names are the process group's).
-PUBLIC_NAMES = {"allreduce_": "all_reduce", "allreduce_coalesced_": "all_reduce_coalesced",
-                "allgather_": "all_gather", "_allgather_base_": "all_gather_into_tensor",
-                "allgather_coalesced_": "all_gather_coalesced",
-                "allgather_into_tensor_coalesced_": "all_gather_into_tensor (coalesced)",
-                "reduce_scatter_": "reduce_scatter",
-                "_reduce_scatter_base_": "reduce_scatter_tensor",
-                "reduce_scatter_tensor_coalesced_": "reduce_scatter_tensor (coalesced)",
-                "broadcast_": "broadcast", "reduce_": "reduce", "gather_": "gather",
-                "scatter_": "scatter", "alltoall_": "all_to_all",
-                "alltoall_base_": "all_to_all_single", "monitored_barrier_": "monitored_barrier"}
-
-
-@dataclass
-class Op:
-    """One op that reached the process group, on this rank."""
-
-    kind: str            # "send", "recv", "sync" (barrier) or "collective"
-    name: str            # what readers call it: "send", "all_reduce", "all_gather", ...
-    peer: int | None     # global rank of the other side (p2p); None: any source, collective
-    numel: int           # elements this rank sends (send, collective) or can receive (recv)
-    dtype: str           # of the (first) tensor
-    tag: int = 0
-    seq: int = 0
-    returned_work: bool = False   # it handed back a Work the caller must wait for
-    waited: bool = False
-    waited_at: int | None = None  # how many ops the record held when it was waited
-    changed_in_flight: str = ""   # how a buffer changed between post and wait, if it did
-    work_id: int | None = None    # id() of the Work it handed back, if any
-    where: str = ""               # file:line of the code that made the call
-    api: str = ""                 # the torch function it called: "isend", "batch_isend_irecv"
-    borrowed: str = ""            # file:line (function) of forbidden code it came through
-
-    def describe(self) -> str:
-        size = f"{self.numel} x {self.dtype}"
-        if self.kind == "send":
-            return f"a send of {size} to rank {self.peer}"
-        if self.kind == "recv":
-            source = "any source" if self.peer is None else f"rank {self.peer}"
-            return f"a receive of {size} from {source}"
-        return f"{self.name}({size})"
-
 
 @dataclass
 class _InFlight:
@@ -113,59 +67,6 @@ def listen(callback):
         yield
     finally:
         _LISTENERS.remove(callback)
-
-
-def _tensors(x) -> list[torch.Tensor]:
-    if isinstance(x, torch.Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [t for item in x for t in _tensors(item)]
-    return []
-
-
-def _global(pg_obj, group_rank):
-    """The global rank of `group_rank` in the process group the dispatcher was given."""
-    try:
-        pg = c10d_C.ProcessGroup.unbox(pg_obj)
-        return dist.get_global_rank(pg, group_rank)
-    except Exception:  # noqa: BLE001 - the default group, or a name: the rank is global
-        return group_rank
-
-
-def _classify(name, args) -> Op | list[Op] | None:
-    """The Op(s) a dispatcher call is, from its name and arguments (schemas of torch 2.13)."""
-    if name in NOT_COMMUNICATION:
-        return None
-    tensors = _tensors(args[0]) if args else []
-    first = tensors[0] if tensors else None
-    dtype = str(first.dtype).removeprefix("torch.") if first is not None else ""
-    numel = sum(t.numel() for t in tensors)
-    if name == "send":                            # (tensors, pg, dst, tag)
-        return Op("send", "send", _global(args[1], args[2]), numel, dtype, tag=args[3])
-    if name == "recv_":                           # (tensors, pg, src, tag)
-        return Op("recv", "recv", _global(args[1], args[2]), numel, dtype, tag=args[3])
-    if name == "recv_any_source_":                # (tensors, pg, tag)
-        return Op("recv", "recv", None, numel, dtype, tag=args[2])
-    if name in ("isend", "irecv"):                # functional: (tensor, peer, tag, group)
-        kind = "send" if name == "isend" else "recv"
-        return Op(kind, f"{name} (functional)", args[1], numel, dtype, tag=args[2])
-    if name == "batch_p2p_ops":                   # functional: (ops, peers, tags, tensors, group)
-        return [Op("send" if kind == "isend" else "recv", f"{kind} (functional)", peer, t.numel(),
-                   str(t.dtype).removeprefix("torch."), tag=tag)
-                for kind, peer, tag, t in zip(args[0], args[1], args[2], args[3])]
-    if name in SYNC_ONLY:
-        return Op("sync", PUBLIC_NAMES.get(name, name), None, 0, "")
-    sent = _tensors(args[1]) if name in _INPUT_SECOND and len(args) > 1 else tensors
-    numel = sum(t.numel() for t in sent)
-    dtype = str(sent[0].dtype).removeprefix("torch.") if sent else dtype
-    return Op("collective", PUBLIC_NAMES.get(name, name), None, numel, dtype)
-
-
-# Collectives whose first argument is the output: the data this rank sends is the second.
-_INPUT_SECOND = {"allgather_", "_allgather_base_", "allgather_coalesced_",
-                 "allgather_into_tensor_coalesced_", "reduce_scatter_", "_reduce_scatter_base_",
-                 "reduce_scatter_tensor_coalesced_", "gather_", "scatter_", "alltoall_",
-                 "alltoall_base_"}
 
 
 _NAMESPACES = ("c10d", "_c10d_functional", "_c10d_functional_autograd")
@@ -213,15 +114,9 @@ class _Recorder(TorchDispatchMode):
         found = _classify(func._opname, args)
         if found is None:
             return out
-        where, api = caller()
-        borrowed = callers.borrowed()
+        _append(found, func, args)
         # While graded: no course wrapper saw this call, so the record puts it on the trace.
         untraced = bool(_ACTIVE) and not tracing.TRACER._depth()
-        for op in found if isinstance(found, list) else [found]:
-            op.where, op.api, op.borrowed = where, api, borrowed
-            for ops in _ACTIVE:
-                op.seq = len(ops)
-                ops.append(op)
         if isinstance(found, list):        # functional batch: waited through its tensors
             _functional_batch(found, untraced)
             return out
@@ -240,6 +135,25 @@ class _Recorder(TorchDispatchMode):
         return out
 
 
+def _append(found, func, args):
+    """Who made the call, what each send holds, whose memory each receive writes; then onto
+    every open record."""
+    where, api = caller()
+    borrowed = callers.borrowed()
+    ops = found if isinstance(found, list) else [found]
+    buffers = args[3] if func._opname == "batch_p2p_ops" else [_tensors(args[0])] * len(ops)
+    for op, tensors in zip(ops, buffers):
+        op.where, op.api, op.borrowed = where, api, borrowed
+        if DIGESTS and DIGESTS[-1] and op.kind == "send":
+            op.digest = digest(tensors)
+        if READ_ONLY and op.kind == "recv":
+            op.into = next((name for name, t in READ_ONLY[-1]
+                            for b in _tensors(tensors) if overlap(b, t)), "")
+        for record_ in _ACTIVE:
+            op.seq = len(record_)
+            record_.append(op)
+
+
 def _functional_batch(ops, untraced):
     for op in ops:
         op.waited, op.waited_at = True, op.seq + 1
@@ -253,20 +167,6 @@ _NO_DATA = frozenset({"empty_like", "zeros_like", "ones_like", "full_like", "new
                       "new_empty_strided", "new_zeros", "new_ones", "new_full", "detach",
                       "alias", "lift_fresh", "sym_size", "sym_stride", "sym_numel",
                       "is_same_size", "_has_compatible_shallow_copy_type"})
-
-
-def overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Do two tensors use some of the same bytes? (Views of one buffer side by side do not.)"""
-    if not (a.numel() and b.numel()) or \
-            a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
-        return False
-
-    def span(t):
-        first = t.storage_offset() * t.element_size()
-        last = first + sum((n - 1) * s for n, s in zip(t.shape, t.stride())) * t.element_size()
-        return first, last + t.element_size()
-    (a0, a1), (b0, b1) = span(a), span(b)
-    return a0 < b1 and b0 < a1
 
 
 def _used_in_flight(func, args, kwargs):
@@ -334,13 +234,18 @@ def _done(work, waited=False):
         return
     _CHECKING.append(True)
     try:
-        _check_buffers(entry[1], waited)
+        _check_buffers(entry[1], waited, work)
     finally:
         _CHECKING.pop()
 
 
-def _check_buffers(flight, waited):
+def _check_buffers(flight, waited, work=None):
     flight.op.waited = True
+    if flight.op.kind == "recv" and flight.op.peer is None and work is not None:
+        try:     # a receive from any source: where it came from (Op.source)
+            flight.op.source = work._source_rank()
+        except RuntimeError:
+            pass
     if flight.op.waited_at is None:
         flight.op.waited_at = len(_ACTIVE[-1]) if _ACTIVE else None
     if flight.event is not None:       # an op the record put on the timeline: its wait too
@@ -462,3 +367,4 @@ def record():
 def outstanding(ops) -> list[Op]:
     """Ops that handed back a Work nobody has waited for (or seen completed)."""
     return [op for op in ops if op.returned_work and not op.waited]
+

@@ -263,9 +263,9 @@ def a2a_receives_first_per_param(model):
             if peer == rank:
                 inbox[i][peer] = p.grad.detach().clone()
                 continue
-            inbox[i][peer] = torch.empty_like(p.grad)
+            inbox[i][peer] = torch.empty_like(p.grad, memory_format=torch.contiguous_format)
             recvs.append(dist.P2POp(dist.irecv, inbox[i][peer], peer))
-            sends.append(dist.P2POp(dist.isend, p.grad, peer))
+            sends.append(dist.P2POp(dist.isend, p.grad.contiguous(), peer))
     _wait(dist.batch_isend_irecv(recvs + sends))
     for p, bufs in zip(params, inbox):
         total = bufs[0].clone()

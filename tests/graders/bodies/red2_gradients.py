@@ -88,10 +88,11 @@ def a2a_tagged_mul_reciprocal(model):
         return None
     bufs, ops = [], []
     for i, p in enumerate(params):
-        row = {q: torch.empty_like(p.grad) for q in range(ws) if q != rank}
+        row = {q: torch.empty_like(p.grad, memory_format=torch.contiguous_format)
+               for q in range(ws) if q != rank}
         bufs.append(row)
         ops += [dist.P2POp(dist.irecv, row[q], q, tag=i) for q in row]
-        ops += [dist.P2POp(dist.isend, p.grad, q, tag=i) for q in row]
+        ops += [dist.P2POp(dist.isend, p.grad.contiguous(), q, tag=i) for q in row]
     if ops:
         for w in dist.batch_isend_irecv(ops):
             w.wait()

@@ -136,7 +136,7 @@ def a2a_peer_major(model):
     params = _params(model)
     if ws == 1:
         return None
-    grads = [p.grad.detach().clone() for p in params]
+    grads = [p.grad.detach().contiguous().clone() for p in params]
     got = {q: [torch.empty_like(g) for g in grads] for q in range(ws) if q != rank}
     ops = []
     for q in range(ws):
@@ -192,7 +192,7 @@ def ring_avg_sorted_by_name(model):
         flat.div_(dist.get_world_size())
         off = 0
         for p in params:
-            p.grad.view(-1).copy_(flat[off:off + p.numel()])
+            p.grad.copy_(flat[off:off + p.numel()].view_as(p.grad))
             off += p.numel()
     return None
 
@@ -206,7 +206,7 @@ def bucketed_generator_style(model, bucket_bytes):
         flat = torch.empty(sum(p.numel() for p in bucket), dtype=bucket[0].dtype)
         off = 0
         for p in bucket:
-            flat.narrow(0, off, p.numel()).copy_(p.grad.view(-1))
+            flat.narrow(0, off, p.numel()).copy_(p.grad.reshape(-1))
             off += p.numel()
         ring_all_reduce(flat)
         flat /= ws
