@@ -16,6 +16,8 @@ from labs.harness.grading import (GradeFailure, call, check_batched, check_close
                                   p2p_ops, seeded)
 
 DTYPES = ("float32", "bfloat16", "int64")
+# "Any dtype": the rest on one small shape each (`tensor * 1` makes a bool an int64).
+SMALL_DTYPES = (((5,), "bool"), ((6, 2), "float16"), ((5,), "uint8"))
 SHAPES = ((1,), (5,), (6, 2), (1000,), (1 << 18,))   # even and uneven splits; a large one
 WORLD_SIZES = [1, 2, 3, 4, 5, 6, 7, 8]
 # From 5 ranks on, every dtype and root, with fewer shapes: one tiny, one large.
@@ -125,7 +127,8 @@ def collective_worker(rank, world_size, impl, name):
     # roots at both ends and in the middle (an index that is right only at the ends)
     roots = sorted({0, world_size // 2, world_size - 1}) if name in ROOT_NAME else [None]
     shapes = SHAPES if world_size <= 4 else LARGE_WORLD_SHAPES
-    cases = [(shape, dtype, root) for shape in shapes for dtype in DTYPES for root in roots]
+    cases = [(shape, dtype, root) for shape in shapes for dtype in DTYPES for root in roots] + \
+        [(shape, dtype, root) for shape, dtype in SMALL_DTYPES for root in roots]
     records = []
     for salt, (shape, dtype, root) in enumerate(cases, start=1):
         x = seeded(rank, shape, dtype, salt)

@@ -12,6 +12,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
+from labs.harness.grading.alone import alone
 from labs.harness.grading import (GradeFailure, call, check_close, check_fresh, check_p2p_only,
                                   check_untouched, grade, implementation, p2p_ops, seeded)
 
@@ -41,7 +42,10 @@ class Tags:
         return self.recvs[min(r, len(self.recvs) - 1)]
 
 
-ROUNDS = [3, 1, 4, 2]    # per case: a body that ignores `rounds` is wrong somewhere
+# ping_pong: per case, a number of rounds: a body that ignores `rounds` is wrong somewhere,
+# and one that bounces once, or leaves a receive posted, when there are none too.
+PING_CASES = CASES + [((3,), torch.float32)]
+ROUNDS = [3, 1, 4, 2, 0]
 PROBE_ROUNDS = 3
 PROBE_SLEEP = 0.04      # the probe's pause before reply r is (r + 1) * PROBE_SLEEP: a round
 # trip lasts longer, and each round's time differs from the next by one pause ...
@@ -59,14 +63,15 @@ def ping_pong_worker(rank, world_size, impl):
     # Only rank 0's values matter; the others pass a tensor of the same shape and dtype.
     calls = [call(ping_pong, seeded(0, shape, dtype, i) if rank == 0
                   else torch.zeros(shape, dtype=dtype), rounds, case=_case(shape, dtype))
-             for i, ((shape, dtype), rounds) in enumerate(zip(CASES, ROUNDS))]
+             for i, ((shape, dtype), rounds) in enumerate(zip(PING_CASES, ROUNDS))]
     probes, echoes = [], []     # echoes: rank 1's replies to values of the probe's own
-    for i, ((shape, dtype), rounds) in enumerate(zip(CASES, ROUNDS)):
+    for i, ((shape, dtype), rounds) in enumerate(zip(PING_CASES, ROUNDS)):
         start = seeded(0, shape, dtype, i)
         tags = Tags(calls[i], 1 - rank) if rank < 2 else None
         dist.barrier()
         if rank == 0:                       # the body, facing a partner that adds 2
-            replies, _ = body(start, rounds)
+            with alone():
+                replies, _ = body(start, rounds)
             probes.append([r.clone() for r in replies])
         elif rank == 1:
             for r in range(rounds):
@@ -76,7 +81,8 @@ def ping_pong_worker(rank, world_size, impl):
         dist.barrier()
         sent = [seeded(0, shape, dtype, 50 + 10 * i + r) for r in range(rounds)]
         if rank == 1:                       # the body, facing a partner with its own values
-            probes.append([t.clone() for t in body(torch.zeros_like(start), rounds)])
+            with alone():
+                probes.append([t.clone() for t in body(torch.zeros_like(start), rounds)])
         elif rank == 0:                     # ... whose replies are what arrived + 1
             replies = []
             for r, value in enumerate(sent):
@@ -89,7 +95,8 @@ def ping_pong_worker(rank, world_size, impl):
     tensor = seeded(0, (6,), torch.float32, 7)
     if rank == 0:
         started = time.perf_counter()
-        _, seconds = body(tensor, PROBE_ROUNDS)
+        with alone():
+            _, seconds = body(tensor, PROBE_ROUNDS)
         timing = (list(seconds), time.perf_counter() - started)
     elif rank == 1:
         tags = Tags(calls[0], 0)
@@ -114,7 +121,8 @@ def pass_token_worker(rank, world_size, impl):
     for i, (shape, dtype) in enumerate(TOKEN_CASES if world_size > 1 else []):
         dist.barrier()
         if rank == 0:
-            probes.append(body(seeded(0, shape, dtype, i)).clone())
+            with alone():
+                probes.append(body(seeded(0, shape, dtype, i)).clone())
         else:
             recv_tag = Tags(calls[i], rank - 1).recv(0)
             send_tag = Tags(calls[i], (rank + 1) % world_size).send(0)
@@ -127,7 +135,7 @@ def pass_token_worker(rank, world_size, impl):
 @pytest.mark.parametrize("world_size", [2, 3, 4, 5, 6, 7, 8])
 def test_ping_pong(impl, world_size):
     results = grade(ping_pong_worker, world_size, args=(impl,), what="ping_pong")
-    for i, ((shape, dtype), rounds) in enumerate(zip(CASES, ROUNDS)):
+    for i, ((shape, dtype), rounds) in enumerate(zip(PING_CASES, ROUNDS)):
         what = f"ping_pong({_case(shape, dtype)}, rounds={rounds})"
         start = seeded(0, shape, dtype, i)
         check_untouched(results[0][0][i], rank=0, what=what, hint="send copies or new tensors instead")

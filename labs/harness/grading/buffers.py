@@ -8,11 +8,46 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+from dataclasses import dataclass
 
 import torch
 
 DIGESTS: list = []        # last True: the record hashes what each send holds (Op.digest)
-READ_ONLY: list = []      # [(name, tensor)] a receive may not write (Op.into)
+READ_ONLY: list = []      # [Lent]: memory the body may read, not write
+
+
+@dataclass
+class Lent:
+    """The memory a body may only read: (name, tensor, its values at the start) each."""
+
+    tensors: list
+    written: str = ""         # "`name` (the op)": the first write to it by a torch op
+
+
+def changed_lent() -> str:
+    """The name of the first lent tensor that holds other values than at the start (a
+    write that no torch op made: numpy)."""
+    with torch._C.DisableTorchFunctionSubclass():
+        return next((name for name, t, then in READ_ONLY[-1].tensors
+                     if not same_bytes(t, then)), "")
+
+
+def note_writes(func, args, kwargs) -> None:
+    """A torch op that writes lent memory (`p.data.copy_`, `t.data.add_`: no version
+    counter sees them) is noted in the Lent, whatever it writes and whether or not it is put
+    back later."""
+    lent = READ_ONLY[-1] if READ_ONLY else None
+    if lent is None or lent.written or not func._schema.is_mutable:
+        return
+    for i, argument in enumerate(func._schema.arguments):
+        if argument.alias_info is None or not argument.alias_info.is_write:
+            continue
+        value = args[i] if i < len(args) else (kwargs or {}).get(argument.name)
+        for t in _tensors(value):
+            name = next((name for name, mine, _ in lent.tensors if overlap(t, mine)), "")
+            if name:
+                lent.written = f"{name} ({func._opname})"
+                return
 
 
 def _tensors(x) -> list[torch.Tensor]:
@@ -26,19 +61,32 @@ def _tensors(x) -> list[torch.Tensor]:
 def digest(tensors) -> str:
     """A short hash of the bytes `tensors` hold (what a message carries)."""
     h = hashlib.blake2b(digest_size=8)
-    for t in _tensors(tensors):
-        flat = t.detach().reshape(-1)
-        if flat.stride(0) != 1:      # one element, or none: any stride counts as contiguous
-            flat = torch.empty_like(flat, memory_format=torch.contiguous_format).copy_(flat)
-        h.update(flat.view(torch.uint8).numpy().tobytes())
+    with torch._C.DisableTorchFunctionSubclass():     # a watched weight's bytes too
+        for t in _tensors(tensors):
+            h.update(_flat_bytes(t).numpy().tobytes())
     return h.hexdigest()
+
+
+def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """The same values, bit for bit (NaN equals NaN here, unlike torch.equal)."""
+    with torch._C.DisableTorchFunctionSubclass():
+        return a.shape == b.shape and a.dtype == b.dtype and torch.equal(
+            _flat_bytes(a), _flat_bytes(b))
+
+
+def _flat_bytes(t: torch.Tensor) -> torch.Tensor:
+    flat = t.detach().reshape(-1)
+    if flat.stride(0) != 1:      # one element, or none: any stride counts as contiguous
+        flat = torch.empty_like(flat, memory_format=torch.contiguous_format).copy_(flat)
+    return flat.view(torch.uint8)
 
 
 def overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Do two tensors use some of the same bytes? (Views of one buffer side by side do not.)"""
-    if not (a.numel() and b.numel()) or \
-            a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
-        return False
+    with torch._C.DisableTorchFunctionSubclass():     # a watched weight's storage too
+        if not (a.numel() and b.numel()) or \
+                a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
+            return False
 
     def span(t):
         first = t.storage_offset() * t.element_size()
@@ -51,9 +99,13 @@ def overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
 @contextlib.contextmanager
 def read_only(lent):
     """`with read_only([(name, tensor), ...]):` a receive whose buffer overlaps one of them
-    says so (Op.into): writes through `.data` or numpy bump no version counter."""
+    says so (Op.into), and so does any op posted while one of them holds other values than
+    at the start (Op.lent_changed): writes through `.data` or numpy bump no version counter,
+    and put back before returning they leave no trace, but the memory was not the body's."""
+    with torch._C.DisableTorchFunctionSubclass():
+        lent = Lent([(name, t, t.detach().clone()) for name, t in lent])
     READ_ONLY.append(lent)
     try:
-        yield
+        yield lent
     finally:
         READ_ONLY.pop()

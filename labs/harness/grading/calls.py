@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import contextlib
-import time
 import inspect
+import os
+import sys
+import time
 from dataclasses import dataclass, field
 
 import torch
@@ -24,13 +26,13 @@ class Watched(torch.Tensor):
     products (cat, +), calls that only look at the other tensor's shape or dtype
     (`type_as`, `to`, `view_as`, ...) and calls that return no tensor (`result_type`,
     `equal`) are not. The tensor stays watched through views, copies and
-    `as_subclass`; taking its values out of torch (numpy, tolist) is refused: the grader
-    could not see the product."""
+    `as_subclass`; taking its values out of torch (numpy, tolist, its storage or address)
+    is refused: the grader could not see the product."""
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func in _ESCAPES:
+        if func in _ESCAPES and not _by_the_harness():
             raise GradeFailure(f"the weight left torch ({getattr(func, '__name__', func)}): the "
                                f"grader sees when the product is computed only when torch "
                                f"computes it; write block @ weight with torch")
@@ -51,8 +53,19 @@ class Watched(torch.Tensor):
         return out
 
 
+def _by_the_harness() -> bool:
+    """The first frame outside torch is the course's machinery (checks, the record)."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_TORCH):
+        frame = frame.f_back
+    return frame is not None and frame.f_code.co_filename.startswith(_HARNESS)
+
+
+_TORCH = os.path.dirname(torch.__file__) + os.sep
+_HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _ESCAPES = {torch.Tensor.numpy, torch.Tensor.tolist, torch.Tensor.__array__,
-            torch.Tensor.__dlpack__}
+            torch.Tensor.__dlpack__, torch.Tensor.untyped_storage, torch.Tensor.storage,
+            torch.Tensor._typed_storage, torch.Tensor.data_ptr}
 # Calls that read another tensor's shape, dtype or device only: no arithmetic with the weight.
 _SHAPE_ONLY = {torch.Tensor.to, torch.Tensor.type_as, torch.Tensor.view_as,
                torch.Tensor.reshape_as, torch.Tensor.expand_as, torch.Tensor.is_same_size,

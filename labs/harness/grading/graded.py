@@ -37,15 +37,15 @@ from labs.harness.ranks import tracing
 from labs.harness.ranks.exercises import untouched
 from labs.harness.grading import lessons
 from labs.harness.grading.channels import SideChannel, closed_roads
-from labs.harness.grading.buffers import DIGESTS, overlap, read_only
+from labs.harness.grading.buffers import DIGESTS, overlap, read_only, same_bytes
 from labs.harness.grading.compare import Method, contents_problems, differences
 from labs.harness.grading.methods import METHODS
 from labs.harness.grading.order import order_problems
 from labs.harness.grading.record import forbidding, install, outstanding, record
 from labs.harness.grading.run import GradeFailure
-from labs.harness.grading.state import (copy_args, grads_problems, memory_problems, places,
-                                         shares_memory, snapshot, state, state_problems,
-                                         tensors, unchanged, written)
+from labs.harness.grading.state import (_modules, _parameters, copy_args, grads_problems,
+                                         memory_problems, places, shares_memory, snapshot,
+                                         state, state_problems, tensors, unchanged, written)
 
 
 def implementation(impl: str, module: str, name: str):
@@ -107,6 +107,7 @@ class GradedBody:
         self._earlier: list = []         # (result, its values when returned) of earlier calls
         self._probed = False             # called twice on the same inputs yet (once a launch)
         self._reference_drew = False     # the reference's last call drew random numbers
+        self._reference_out = None       # what the reference's last call returned (or wrote)
 
     def __call__(self, *args, **kwargs):
         if not dist.is_initialized():
@@ -118,15 +119,13 @@ class GradedBody:
             DIGESTS.pop()
 
     def _graded(self, args, kwargs):
-        # The second call's values change on even ranks only: a body that skips the work
-        # when its own input repeats is wrong as soon as another rank's changed.
-        again = copy_args((args, kwargs), shift=1 - dist.get_rank() % 2) \
-            if self._probes() else None
+        again = self._again(args, kwargs) if self._probes() else None
         expected, refused = self._reference_ops(args, kwargs)
+        first_reference = self._reference_out      # what the reference returned (or wrote)
         with torch._C.DisableTorchFunctionSubclass():
             before = [snapshot(a) for a in args]
             where, found = [places(a) for a in args], state(args)
-        with record() as ops, closed_roads() as roads, read_only(self._lent(args)), \
+        with record() as ops, closed_roads() as roads, read_only(self._lent(args)) as lent, \
                 forbidding(*self.borrowing, below=sys._getframe()):
             try:
                 result = self.body(*args, **kwargs)
@@ -147,15 +146,27 @@ class GradedBody:
                                        dist.get_rank())
             problems += self._problems(ops, ops if expected is None else expected, args,
                                        before, result, method)
+            problems += _written_lent(lent)
         if again is not None and not problems:
             box, again = [again], None      # _call_again holds the only reference: it drops it
             problems = self._call_again((result, [a for i, a in enumerate(args)
-                                                  if i in self.method.writes]), box)
+                                                  if i in self.method.writes]), box,
+                                        first_reference)
         self._raise_if(problems)
         if not self.method.returns_requests:      # those results fill in after return
             with torch._C.DisableTorchFunctionSubclass():
                 self._earlier.append((result, snapshot(result)))
         return result
+
+    def _again(self, args, kwargs):
+        """The second call's arguments. Values change on even ranks only: a body that skips
+        the work when its own input repeats is wrong as soon as another rank's changed. Odd
+        ranks pass the very same objects where the call only reads them (a memo keyed on
+        the object is found out too), copies where it writes."""
+        if dist.get_rank() % 2 == 0:
+            return copy_args((args, kwargs), shift=1)
+        return (tuple(copy_args(a) if i in self.method.writes else a
+                      for i, a in enumerate(args)), dict(kwargs))
 
     def _lent(self, args) -> list:
         """[(name, tensor)] the body may read and not write: the arguments the contract
@@ -181,7 +192,7 @@ class GradedBody:
             first, *more = dict.fromkeys(problems)
             raise GradeFailure(first + (f" (and {len(more)} more problem(s))" if more else ""))
 
-    def _call_again(self, kept, box) -> list[str]:
+    def _call_again(self, kept, box, first_reference=None) -> list[str]:
         """Call the body again on inputs of the same shapes and other values (every rank
         does), and check that the first result is still what it was, and that the second
         call's results (and gradients) die with the caller's references: not a buffer (or
@@ -193,8 +204,7 @@ class GradedBody:
         args, kwargs = box.pop()
         # What travels must not depend on earlier calls either (a difference from the last
         # message sent is the data only the first time): the reference runs on these too.
-        contents = self.method.contents and not requests
-        expected = self._reference_ops(args, kwargs) if contents else (None, True)
+        expected = self._reference_ops(args, kwargs) if not requests else (None, True)
         start = len(tracing.TRACER.events)
         try:
             with record() as ops, closed_roads() as roads:
@@ -209,12 +219,30 @@ class GradedBody:
         if roads:
             return [f"rank {dist.get_rank()} {road}" for road in roads]
         if expected[0] is not None and not expected[1]:   # the reference accepted these inputs
-            sent = self._contents_again(ops, expected[0])
+            sent = self._contents_again(ops, expected[0]) if self.method.contents else []
+            sent = sent or self._stale(values, second, args, first_reference)
             if sent:
                 return sent
         box = [(second, args, kwargs)]       # _kept holds the only references: it drops them
         del second, args, kwargs
         return self._kept(kept, values, box, ops)
+
+    def _stale(self, values, second, args, first_reference) -> list[str]:
+        """The reference's results changed between the two calls (another rank's input
+        did), the body's did not: it kept them from the first call."""
+        with torch._C.DisableTorchFunctionSubclass():
+            now = [t.detach().clone() for t in written((second, [a for i, a in enumerate(args)
+                                                                  if i in self.method.writes]))]
+        then, reference = first_reference or [], self._reference_out
+        if not (len(values) == len(now) == len(then) == len(reference)):
+            return []
+        if any(not same_bytes(r1, r2) and same_bytes(b1, b2)
+               for b1, b2, r1, r2 in zip(values, now, then, reference)):
+            return [f"rank {dist.get_rank()} returned (or wrote) the same values when "
+                    f"{self.__name__} was called again, although another rank's input had "
+                    f"changed: compute each call's result from what arrives, do not keep it "
+                    f"from an earlier call"]
+        return []
 
     def _contents_again(self, ops, expected) -> list[str]:
         sent = contents_problems(ops, expected, self.method, rank=dist.get_rank(),
@@ -264,10 +292,13 @@ class GradedBody:
             return None, False
         copies = copy_args((args, kwargs))
         start = len(tracing.TRACER.events)
-        refused, generator = False, torch.get_rng_state()
+        refused, generator, self._reference_out = False, torch.get_rng_state(), None
         with record() as ops:
             try:
-                self.reference(*copies[0], **copies[1])
+                out = self.reference(*copies[0], **copies[1])
+                with torch._C.DisableTorchFunctionSubclass():
+                    self._reference_out = [t.detach().clone() for t in written(
+                        (out, [a for i, a in enumerate(copies[0]) if i in self.method.writes]))]
             except Exception:  # noqa: BLE001 - the body must refuse too, or move no less
                 refused = True
             finally:
@@ -290,6 +321,11 @@ class GradedBody:
         problems += [f"rank {rank} received into the memory of its argument {op.into} "
                      f"({op.describe()}); the contract lets it only read {op.into}: receive "
                      f"into a tensor of your own" for op in ops if op.into]
+        problems += [f"rank {rank} posted {op.describe()} while its argument {op.lent_changed} "
+                     f"held other values than it was given (written through .data, numpy or "
+                     f"a view, even if put back later): the contract lets it only read "
+                     f"{op.lent_changed}; work in a tensor of your own"
+                     for op in ops if op.lent_changed]
         problems += [f"rank {rank} posted {op.describe()} and {op.changed_in_flight}: a "
                      f"buffer belongs to the transfer from post to wait"
                      for op in ops if op.changed_in_flight]
@@ -334,6 +370,12 @@ class GradedBody:
         return problems
 
 
+def _written_lent(lent) -> list[str]:
+    return [f"rank {dist.get_rank()} wrote into its argument {lent.written}, even if only for a "
+            f"moment (through .data or a view): the contract lets it only read it; work in a "
+            f"tensor of your own"] if lent.written else []
+
+
 def _moved_before_refusing(ops, expected, exc) -> list[str]:
     """The body refused, as the reference does: did it move more data first?"""
     def moving(record):
@@ -361,18 +403,6 @@ def _request_problems(ops, result, rank, name) -> list[str]:
         return [f"rank {rank} returned without the request of {kept[0].describe()}: hand "
                 f"back every Work the batch returns, so that the caller waits for each"]
     return []
-
-
-def _modules(x) -> list[torch.nn.Module]:
-    if isinstance(x, torch.nn.Module):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [m for item in x for m in _modules(item)]
-    return []
-
-
-def _parameters(x) -> list[torch.nn.Parameter]:
-    return [p for m in _modules(x) for p in m.parameters()]
 
 
 def _wait_all(result) -> None:

@@ -49,6 +49,7 @@ class Op:
     digest: str = ""              # a send's bytes at post, hashed (while `digests` is on)
     into: str = ""                # a receive into memory the caller only lent: whose
     source: int | None = None     # a receive from any source: the rank it came from
+    lent_changed: str = ""        # posted while memory the caller lent held other values
 
     def describe(self) -> str:
         size = f"{self.numel} x {self.dtype}"

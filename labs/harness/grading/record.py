@@ -36,7 +36,8 @@ import torch.distributed as dist
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from labs.harness.grading import callers
-from labs.harness.grading.buffers import DIGESTS, READ_ONLY, _tensors, digest, overlap
+from labs.harness.grading.buffers import (DIGESTS, READ_ONLY, _tensors, changed_lent, digest,
+                                          note_writes, overlap, same_bytes)
 from labs.harness.grading.callers import caller, forbidding  # noqa: F401 (re-exported)
 from labs.harness.grading.ops import SYNC_ONLY, Op, _classify  # noqa: F401 (re-exported)
 from labs.harness.ranks import tracing
@@ -104,6 +105,7 @@ class _Recorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func.namespace not in _NAMESPACES:
             _used_in_flight(func, args, kwargs)
+            note_writes(func, args, kwargs)
             return func(*args, **(kwargs or {}))
         announced = _announce(func, args) if _LISTENERS else []
         try:
@@ -147,8 +149,10 @@ def _append(found, func, args):
         if DIGESTS and DIGESTS[-1] and op.kind == "send":
             op.digest = digest(tensors)
         if READ_ONLY and op.kind == "recv":
-            op.into = next((name for name, t in READ_ONLY[-1]
+            op.into = next((name for name, t, _ in READ_ONLY[-1].tensors
                             for b in _tensors(tensors) if overlap(b, t)), "")
+        if READ_ONLY:
+            op.lent_changed = changed_lent()
         for record_ in _ACTIVE:
             op.seq = len(record_)
             record_.append(op)
@@ -251,7 +255,7 @@ def _check_buffers(flight, waited, work=None):
     if flight.event is not None:       # an op the record put on the timeline: its wait too
         _trace_wait(flight.event, waited)
     for tensor, before in flight.sent:
-        if not torch.equal(tensor.detach(), before):
+        if not same_bytes(tensor, before):
             flight.op.changed_in_flight = "its send buffer was written before the send was waited"
     for tensor, version in flight.received:
         if tensor._version != version:

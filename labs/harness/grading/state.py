@@ -138,3 +138,15 @@ def state_problems(before, after, reference_drew, rank) -> list[str]:
         problems.append(f"rank {rank} left a hook on a module or parameter it was given: the "
                         f"call must leave the model as it found it, except its .grad")
     return problems
+
+
+def _modules(x) -> list[torch.nn.Module]:
+    if isinstance(x, torch.nn.Module):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [m for item in x for m in _modules(item)]
+    return []
+
+
+def _parameters(x) -> list[torch.nn.Parameter]:
+    return [p for m in _modules(x) for p in m.parameters()]

@@ -8,10 +8,14 @@ import torch
 def seeded(rank, shape, dtype, seed=0) -> torch.Tensor:
     """Rank `rank`'s input for case `seed`: the same on every run (so a test can rebuild
     it to know the expected result) and different on every rank. Integers in [-1000, 1000),
-    floating point from a normal distribution. `dtype`: a torch.dtype or its name
-    ("float32"). Data every rank shares: pass rank 0."""
+    floating point from a normal distribution, uint8 in [0, 256), bool half True. `dtype`:
+    a torch.dtype or its name ("float32"). Data every rank shares: pass rank 0."""
     g = torch.Generator().manual_seed(1000 * seed + rank)
     dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=g).bool()
+    if dtype == torch.uint8:
+        return torch.randint(0, 256, shape, generator=g, dtype=dtype)
     if dtype.is_floating_point:
         drawn = torch.float64 if dtype == torch.float64 else torch.float32
         return torch.randn(shape, generator=g, dtype=drawn).to(dtype)
