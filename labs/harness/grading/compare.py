@@ -104,6 +104,11 @@ def differences(mine: list[Op], reference: list[Op], method: Method, *, rank: in
     if missing:
         found.append(f"rank {rank} never called {', '.join(sorted(missing))} ({why})")
     if method.compare in ("routing", "refused"):
+        anyone = [op for op in mine if op.kind == "recv" and op.peer is None and op.numel]
+        if anyone:      # (the other comparisons find no sender "any source" in the reference)
+            return found + [f"rank {rank} posted {anyone[0].describe()}; in this method every "
+                            f"receive names its sender (from any source, it can take another "
+                            f"call's message): {why}"]
         return found + _compare_routing(mine, reference, rank=rank, world_size=world_size,
                                         why=why, dtypes=method.compare == "routing")
     for kind, verb, prep in (("send", "sent", "to"), ("recv", "received", "from")):
