@@ -86,6 +86,12 @@ class LabServer:
         # No news/update check toasts (and no requests to the internet).
         (news / "notification.jupyterlab-settings").write_text(
             json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        # No autosave: the test saves when it reads the notebook back (File > Save). An
+        # autosave landing just before that save made JupyterLab see the file "changed on
+        # disk" and put up a modal dialog over the widgets the test then clicks.
+        docs = settings / "@jupyterlab" / "docmanager-extension"
+        docs.mkdir(parents=True)
+        (docs / "plugin.jupyterlab-settings").write_text(json.dumps({"autosave": False}))
         return settings
 
     def start(self) -> None:

@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import os
-import sys
 import time
 from dataclasses import dataclass, field
 
 import torch
 
+from labs.harness.grading.channels import by_the_machinery
 from labs.harness.ranks import tracing
 from labs.harness.grading.run import GradeFailure
 from labs.harness.ranks.tracing import Event
@@ -32,7 +31,7 @@ class Watched(torch.Tensor):
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func in _ESCAPES and not _by_the_harness():
+        if func in _ESCAPES and not by_the_machinery():   # the harness's own checks may
             raise GradeFailure(f"the weight left torch ({getattr(func, '__name__', func)}): the "
                                f"grader sees when the product is computed only when torch "
                                f"computes it; write block @ weight with torch")
@@ -53,16 +52,6 @@ class Watched(torch.Tensor):
         return out
 
 
-def _by_the_harness() -> bool:
-    """The first frame outside torch is the course's machinery (checks, the record)."""
-    frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith(_TORCH):
-        frame = frame.f_back
-    return frame is not None and frame.f_code.co_filename.startswith(_HARNESS)
-
-
-_TORCH = os.path.dirname(torch.__file__) + os.sep
-_HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _ESCAPES = {torch.Tensor.numpy, torch.Tensor.tolist, torch.Tensor.__array__,
             torch.Tensor.__dlpack__, torch.Tensor.untyped_storage, torch.Tensor.storage,
             torch.Tensor._typed_storage, torch.Tensor.data_ptr}

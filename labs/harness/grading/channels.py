@@ -47,7 +47,7 @@ def _took(road: str) -> None:
     raise SideChannel(line)
 
 
-def _by_the_machinery() -> bool:
+def by_the_machinery() -> bool:
     """Was it Python's import system, or the course's harness, rather than the body? The
     first frame outside the standard library and torch decides (torch.save in a body is
     the body's road, not torch's)."""
@@ -83,28 +83,28 @@ def _audit(event: str, args) -> None:
         path, mode, flags = args
         writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or \
             (mode is None and isinstance(flags, int) and flags & _WRITE_FLAGS)
-        if writes and not _by_the_machinery():
+        if writes and not by_the_machinery():
             _took(f"opened {path!r} for writing")
     elif event in ("os.mkdir", "os.mkfifo", "os.link", "os.symlink"):
-        if not _by_the_machinery():
+        if not by_the_machinery():
             _took(f"made {args[0]!r} ({event})")
     elif event in ("socket.__new__", "socket.connect", "socket.bind"):
-        if not _by_the_machinery():
+        if not by_the_machinery():
             _took(f"used a socket ({event})")
     elif event == "mmap.__new__" and args[0] != -1:
-        if not _by_the_machinery():
+        if not by_the_machinery():
             _took("mapped shared memory (mmap of a file or shared_memory)")
     elif event in ("subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.fork"):
-        if not _by_the_machinery():
+        if not by_the_machinery():
             _took(f"started a process ({event})")
     elif event in ("ctypes.dlopen", "ctypes.dlsym"):    # C code (fopen, write, ...) found.
-        if not _by_the_machinery():                      # Its calls raise no audit event:
+        if not by_the_machinery():                      # Its calls raise no audit event:
             _took(f"looked up C code through ctypes ({event})")   # set up at import, unseen
 
 
 def _guarded(name, original):
     def method(self, *args, **kwargs):
-        if _USED and not _process_group_bookkeeping() and not _by_the_machinery():
+        if _USED and not _process_group_bookkeeping() and not by_the_machinery():
             _took(f"called the rendezvous store's {name}()")
         return original(self, *args, **kwargs)
     method.__name__ = name

@@ -193,8 +193,9 @@ class GradedBody:
             raise GradeFailure(first + (f" (and {len(more)} more problem(s))" if more else ""))
 
     def _call_again(self, kept, box, first_reference=None) -> list[str]:
-        """Call the body again on inputs of the same shapes and other values (every rank
-        does), and check that the first result is still what it was, and that the second
+        """Call the body again (every rank does; `_again` says on what), beside the
+        reference, and check that the first result is still what it was, that what was sent
+        and returned follows the new inputs (`_contents_again`, `_stale`), and that the second
         call's results (and gradients) die with the caller's references: not a buffer (or
         list) the body keeps and reuses, whether the next call or a later one overwrites it."""
         self._probed = True
