@@ -694,6 +694,35 @@ RIGHT += [
      R6 + "patterns:fwd_receive_first_detached_clone"),
 ]
 
+# Tenth round, ours (tests/graders/bodies/red7_sums.py): what travels in a reduction (the
+# partial sums, compared on a probe where every rank's tensor holds 2**rank, which makes them
+# exact in any order and names the ranks each adds up; a gradient average may divide first)
+# and in a broadcast (each message holds
+# the data every rank ends with): a negated, doubled or XOR-encoded wire fails; another cut
+# of the tensor, another chunk ownership, or adding in float64 passes.
+R7 = "red7_sums:"
+SUMS = "other values than the method's partial sums"
+WRONG += [
+    (test_ring.test_ring_all_reduce, 3, R6 + "ring:ring_negated_wire", SUMS),
+    (test_ring.test_ring_all_reduce, 3, R6 + "ring:ring_xor_delta_wire", SUMS),
+    (test_algorithms.test_recursive_doubling_all_reduce, 5,
+     R6 + "algorithms:doubling_negated_wire", SUMS),
+    (test_ring.test_ring_reduce_scatter, 3, R7 + "rs_negated_wire", SUMS),
+    (test_ring.test_ring_all_reduce, 4, R7 + "ring_doubled_wire", SUMS),
+    (test_ring.test_pipelined_ring_all_reduce, 3, R7 + "pipelined_doubled_wire", SUMS),
+    (test_algorithms.test_halving_doubling_all_reduce, 6, R7 + "halving_scaled_wire", SUMS),
+    (test_algorithms.test_tree_broadcast, 4, R7 + "tree_bits_flipped",
+     "holding other values than the tensor the broadcast delivers"),
+    (test_gradients.test_average_gradients_all_to_all, 3, R7 + "a2a_negated_wire", SUMS),
+    (test_gradients.test_average_gradients_ring, 3, R7 + "ring_avg_doubled_wire", SUMS),
+]
+RIGHT += [
+    (test_ring.test_ring_all_reduce, 4, R7 + "ring_other_owner"),
+    (test_ring.test_ring_all_reduce, 5, R7 + "ring_accumulates_in_float64"),
+    (test_algorithms.test_halving_doubling_all_reduce, 6, R7 + "halving_larger_chunks_last"),
+    (test_gradients.test_average_gradients_ring, 5, R7 + "ring_avg_predivided"),
+]
+
 GRADERS = list(dict.fromkeys((grader, arg) for grader, arg, *_ in WRONG + RIGHT))
 
 

@@ -1,8 +1,9 @@
 """What a message holds and whose memory it is: the record's helpers for buffers.
 
 `digest(tensors)` hashes the bytes a send carries (compared with the reference's where the
-contract fixes what travels); `overlap(a, b)` says whether two tensors share bytes;
-`read_only(lent)` names the memory a receive may not write while a body is graded.
+contract fixes what travels); `distinct(tensors)` lists the values it holds (a reduction's
+partial sums, on the probe of labs.harness.grading.sums); `overlap(a, b)` says whether two
+tensors share bytes; `read_only(lent)` names the memory a receive may not write while a body is graded.
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 import torch
 
 DIGESTS: list = []        # last True: the record hashes what each send holds (Op.digest)
+DISTINCT: list = []       # last True: the record notes the values each send holds (Op.values)
+KEPT_VALUES = 16          # at most this many distinct values noted per send
 READ_ONLY: list = []      # [Lent]: memory the body may read, not write
 
 
@@ -65,6 +68,17 @@ def digest(tensors) -> str:
         for t in _tensors(tensors):
             h.update(_flat_bytes(t).numpy().tobytes())
     return h.hexdigest()
+
+
+def distinct(tensors) -> tuple:
+    """The distinct values `tensors` hold, in order, as Python numbers: at most
+    KEPT_VALUES of them, then None (more)."""
+    with torch._C.DisableTorchFunctionSubclass():
+        parts = [t.detach().reshape(-1).to(torch.float64) for t in _tensors(tensors) if t.numel()]
+        if not parts:
+            return ()
+        values = torch.unique(torch.cat(parts)).tolist()
+    return tuple(values[:KEPT_VALUES]) + ((None,) if len(values) > KEPT_VALUES else ())
 
 
 def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:

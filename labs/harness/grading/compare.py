@@ -16,6 +16,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, replace
 
+import torch
+import torch.distributed as dist
+
+from labs.harness.grading.buffers import digest
 from labs.harness.grading.ops import Op
 
 
@@ -35,6 +39,12 @@ class Method:
     contents: what travels is fixed by the contract (the data itself, not partial sums
              whose rounding depends on the order of additions): each rank sends every peer
              the same bytes as the reference, in any order (compare="exact" only).
+    relays:  a broadcast: every message holds the data the call ends with, whole (the
+             route is free, compare="routing": what travels is not).
+    sums:    what travels is partial sums (a reduction): on a probe that makes every sum exact
+             (labs.harness.grading.sums), each rank sends every peer the reference's sums;
+             "sum", or "mean" (a gradient average: divided by the world size before adding
+             is allowed too).
     any_source: a receive from any source is judged by the rank it came from (only where
              a rank has one sender for the whole launch, so no message can overtake).
     compare: how much of the reference's communication is the method:
@@ -58,6 +68,8 @@ class Method:
     compare: str = "exact"
     pipelined: bool = False
     contents: bool = False
+    relays: bool = False
+    sums: str = ""
     any_source: bool = False
 
 
@@ -166,6 +178,17 @@ def _compare_contents(mine, reference, *, rank, why) -> list[str]:
         return [f"rank {rank} sent {op.describe()} holding other values than the method "
                 f"sends there ({why}): send the data itself, not a value worked out from it, "
                 f"a difference from an earlier call, or a stand-in"]
+    return []
+
+
+def relay_problems(mine, final, method, *, rank, world_size) -> list[str]:
+    """A broadcast relays the data: each send holds the bytes every rank ends with."""
+    wanted = digest(final) if isinstance(final, torch.Tensor) and final.numel() else None
+    for op in mine:
+        if wanted and op.kind == "send" and op.numel and op.digest != wanted:
+            return [f"rank {rank} sent {op.describe()} holding other values than the tensor the "
+                    f"broadcast delivers ({_why(method, rank, world_size)}): forward the data "
+                    f"itself, whole, not an encoding of it or a part"]
     return []
 
 
@@ -303,3 +326,16 @@ def _compare_peer(got, expected, method, *, rank, verb, does, prep, peer, why) -
     order = "" if method.ordered else " (in any order)"
     return [f"rank {rank} {verb} {len(got)} message(s) {prep} {_peer(peer)}: {_sizes(got)}; "
             f"the method {does} {len(expected)}{order}: {_sizes(expected)}: {why}"]
+
+
+def moved_before_refusing(ops, expected, exc) -> list[str]:
+    """The body refused, as the reference does: did it move more data first?"""
+    def moving(record):
+        return [op for op in record if op.kind in ("send", "recv", "collective") and op.numel]
+    mine, theirs = moving(ops), moving(expected)
+    if len(mine) <= len(theirs):
+        return []
+    before = ", ".join(op.describe() for op in theirs) or "nothing"
+    return [f"rank {dist.get_rank()} raised {type(exc).__name__} only after "
+            f"{mine[len(theirs)].describe()}; refuse before that data moves (before refusing, "
+            f"the method posts {before})"]

@@ -11,6 +11,7 @@ every call, in the worker, by one piece of code rather than by each grader.
        * it communicated through the course's own code instead of its own: the reference,
          the lessons' demonstrations, lesson 10's engine (`_not_yours`);
        * it returned with a request nobody waited for, or wrote a buffer in flight;
+       * it sent other partial sums than the reference (a reduction, on a probe: sums.py);
        * it waited a request later than the reference does, against the posts that follow
          (order.py: a step's sends waited only at the end; a pipeline a step at a time);
        * it wrote an argument the contract does not let it write;
@@ -37,12 +38,14 @@ from labs.harness.ranks import tracing
 from labs.harness.ranks.exercises import untouched
 from labs.harness.grading import lessons
 from labs.harness.grading.channels import SideChannel, closed_roads
-from labs.harness.grading.buffers import DIGESTS, overlap, read_only, same_bytes
-from labs.harness.grading.compare import Method, contents_problems, differences
+from labs.harness.grading.buffers import DIGESTS, DISTINCT, overlap, read_only, same_bytes
+from labs.harness.grading.compare import (Method, contents_problems, differences,
+                                           moved_before_refusing, relay_problems)
 from labs.harness.grading.methods import METHODS
 from labs.harness.grading.order import order_problems
 from labs.harness.grading.record import forbidding, install, outstanding, record
 from labs.harness.grading.run import GradeFailure
+from labs.harness.grading.sums import probe_args, sums_problems
 from labs.harness.grading.state import (_modules, _parameters, copy_args, grads_problems,
                                          memory_problems, places, shares_memory, snapshot,
                                          state, state_problems, tensors, unchanged, written)
@@ -112,7 +115,7 @@ class GradedBody:
     def __call__(self, *args, **kwargs):
         if not dist.is_initialized():
             return self.body(*args, **kwargs)
-        DIGESTS.append(self.method.contents)     # hash what each send holds, if compared
+        DIGESTS.append(self.method.contents or self.method.relays)   # hash each send, if compared
         try:
             return self._graded(args, kwargs)
         finally:
@@ -132,7 +135,7 @@ class GradedBody:
             except Exception as exc:
                 self._raise_if([f"rank {dist.get_rank()} {road}" for road in roads])
                 if refused:        # both refuse: no more data may move than the reference's
-                    self._raise_if(_moved_before_refusing(ops, expected, exc))
+                    self._raise_if(moved_before_refusing(ops, expected, exc))
                 raise
         # The reference refused what the body accepted: any route will do, no collective.
         method = replace(self.method, compare="refused") if refused else self.method
@@ -152,6 +155,8 @@ class GradedBody:
             problems = self._call_again((result, [a for i, a in enumerate(args)
                                                   if i in self.method.writes]), box,
                                         first_reference)
+        if self.method.sums and not problems and not refused:
+            problems = self._sums_probe(args, kwargs)
         self._raise_if(problems)
         if not self.method.returns_requests:      # those results fill in after return
             with torch._C.DisableTorchFunctionSubclass():
@@ -227,6 +232,29 @@ class GradedBody:
         box = [(second, args, kwargs)]       # _kept holds the only references: it drops them
         del second, args, kwargs
         return self._kept(kept, values, box, ops)
+
+    def _sums_probe(self, args, kwargs) -> list[str]:
+        """The body again, beside the reference, on the probe of labs.harness.grading.sums
+        (every rank's tensor 2**rank everywhere): the same partial sums to every peer."""
+        probe = probe_args(args, dist.get_world_size(), dist.get_rank())
+        if probe is None or self.body is self.reference:
+            return []
+        DISTINCT.append(True)         # the record notes the values each send holds
+        start = len(tracing.TRACER.events)
+        try:
+            expected, refused = self._reference_ops(probe, kwargs)
+            with record() as ops, closed_roads() as roads, \
+                    forbidding(*self.borrowing, below=sys._getframe()):
+                try:
+                    self.body(*probe, **kwargs)
+                except SideChannel:      # said below, as in the first call
+                    pass
+        finally:
+            DISTINCT.pop()
+            del tracing.TRACER.events[start:]
+        if roads:
+            return [f"rank {dist.get_rank()} {road}" for road in roads]
+        return [] if refused else sums_problems(ops, expected, self.method)
 
     def _stale(self, values, second, args, first_reference) -> list[str]:
         """The reference's results changed between the two calls (another rank's input
@@ -331,6 +359,8 @@ class GradedBody:
                      f"buffer belongs to the transfer from post to wait"
                      for op in ops if op.changed_in_flight]
         problems += differences(ops, expected, method, rank=rank, world_size=world_size)
+        if method.relays and method.compare != "refused":
+            problems += relay_problems(ops, args[0], method, rank=rank, world_size=world_size)
         if expected is not ops and method.compare not in ("routing", "refused"):
             problems += order_problems(ops, expected, rank=rank, pipelined=method.pipelined)
         names = _parameter_names(self.body, len(args))
@@ -375,19 +405,6 @@ def _written_lent(lent) -> list[str]:
     return [f"rank {dist.get_rank()} wrote into its argument {lent.written}, even if only for a "
             f"moment (through .data or a view): the contract lets it only read it; work in a "
             f"tensor of your own"] if lent.written else []
-
-
-def _moved_before_refusing(ops, expected, exc) -> list[str]:
-    """The body refused, as the reference does: did it move more data first?"""
-    def moving(record):
-        return [op for op in record if op.kind in ("send", "recv", "collective") and op.numel]
-    mine, theirs = moving(ops), moving(expected)
-    if len(mine) <= len(theirs):
-        return []
-    before = ", ".join(op.describe() for op in theirs) or "nothing"
-    return [f"rank {dist.get_rank()} raised {type(exc).__name__} only after "
-            f"{mine[len(theirs)].describe()}; refuse before that data moves (before refusing, "
-            f"the method posts {before})"]
 
 
 def _request_problems(ops, result, rank, name) -> list[str]:

@@ -1,7 +1,8 @@
 """Each exercise's method: its reference solution (solutions/<module>.py, same name) and what
 the comparison leaves free. One entry per exercise; the graders look it up by name.
 `contents=True` where the contract fixes what travels: the data itself, never partial sums
-(their rounding depends on the order of the additions, which the method leaves free)."""
+(their rounding depends on the order of the additions, which the method leaves free);
+`sums` where partial sums travel: they are compared on a probe that makes them exact."""
 from labs.harness.grading.compare import Method
 
 RING = "in the ring, rank {rank} sends only to rank {next} and receives only from rank {prev}"
@@ -28,19 +29,22 @@ METHODS = {
     "deadlocks.checked_exchange": Method("the fixed-size metadata (encode_meta) first, then "
                                          "the tensor, each way", contents=True),
     "ring.ring_reduce_scatter": Method(RING + ", one chunk per step", writes=(0,),
-                                       returns="view"),
+                                       returns="view", sums="sum"),
     "ring.ring_all_reduce": Method(RING + ", one chunk per step", writes=(0,), returns="input",
-                                   compare="counts"),
+                                   compare="counts", sums="sum"),
     "ring.pipelined_ring_all_reduce": Method(RING + ", one segment per message", writes=(0,),
                                              returns="input", compare="counts",
-                                             pipelined=True),
+                                             pipelined=True, sums="sum"),
     "gradients.average_gradients_all_to_all": Method(_PER_PEER, writes=(0,),
-                                                     returns="nothing", compare="volume"),
+                                                     returns="nothing", compare="volume",
+                                                     sums="mean"),
     "gradients.average_gradients_ring": Method(RING + ", one ring all-reduce per dtype",
-                                               writes=(0,), returns="nothing", compare="counts"),
+                                               writes=(0,), returns="nothing", compare="counts",
+                                               sums="mean"),
     "gradients.average_gradients_bucketed": Method(RING + ", one ring all-reduce per bucket "
                                                    "of plan_buckets", writes=(0,),
-                                                   returns="nothing", compare="counts"),
+                                                   returns="nothing", compare="counts",
+                                                   sums="mean"),
     "collectives.p2p_broadcast": Method("the star: src sends the tensor once to every other "
                                         "rank, each of them receives it once, from src only",
                                         writes=(0,), returns="input", contents=True),
@@ -50,7 +54,7 @@ METHODS = {
     "collectives.p2p_all_to_all": Method("one message to and one from every other rank",
                                          writes=(0,), returns="input", contents=True),
     "snippets.fixed_average_gradients": Method(_PER_PEER, writes=(0,), returns="nothing",
-                                               compare="volume"),
+                                               compare="volume", sums="mean"),
     "patterns.send_forward_recv_backward": Method("one send to and one receive from the "
                                                   "next stage", contents=True),
     "patterns.send_backward_recv_forward": Method("one send to and one receive from the "
@@ -59,12 +63,13 @@ METHODS = {
                                  ordered=False, contents=True),
     "algorithms.tree_broadcast": Method("the binomial tree: rank {rank} receives once from "
                                         "its parent, then sends to its children",
-                                        writes=(0,), returns="input", compare="routing"),
+                                        writes=(0,), returns="input", compare="routing",
+                                        relays=True),
     "algorithms.recursive_doubling_all_reduce": Method(
         "recursive doubling: whole tensors with partner rank ^ 2^k, extra ranks folded in "
-        "and out", writes=(0,), returns="input"),
+        "and out", writes=(0,), returns="input", sums="sum"),
     "algorithms.halving_doubling_all_reduce": Method(
         "recursive halving then doubling: half the remaining data with partner rank ^ 2^k "
         "each step, extra ranks folded in and out", writes=(0,), returns="input",
-        compare="counts"),
+        compare="counts", sums="sum"),
 }

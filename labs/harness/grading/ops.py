@@ -50,6 +50,7 @@ class Op:
     into: str = ""                # a receive into memory the caller only lent: whose
     source: int | None = None     # a receive from any source: the rank it came from
     lent_changed: str = ""        # posted while memory the caller lent held other values
+    values: tuple = ()            # a send's distinct values at post (while `distinct` is on)
 
     def describe(self) -> str:
         size = f"{self.numel} x {self.dtype}"

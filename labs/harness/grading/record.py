@@ -36,8 +36,8 @@ import torch.distributed as dist
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from labs.harness.grading import callers
-from labs.harness.grading.buffers import (DIGESTS, READ_ONLY, _tensors, changed_lent, digest,
-                                          note_writes, overlap, same_bytes)
+from labs.harness.grading.buffers import (DIGESTS, DISTINCT, READ_ONLY, _tensors, changed_lent,
+                                          digest, distinct, note_writes, overlap, same_bytes)
 from labs.harness.grading.callers import caller, forbidding  # noqa: F401 (re-exported)
 from labs.harness.grading.ops import SYNC_ONLY, Op, _classify  # noqa: F401 (re-exported)
 from labs.harness.ranks import tracing
@@ -148,6 +148,8 @@ def _append(found, func, args):
         op.where, op.api, op.borrowed = where, api, borrowed
         if DIGESTS and DIGESTS[-1] and op.kind == "send":
             op.digest = digest(tensors)
+        if DISTINCT and DISTINCT[-1] and op.kind == "send":
+            op.values = distinct(tensors)
         if READ_ONLY and op.kind == "recv":
             op.into = next((name for name, t, _ in READ_ONLY[-1].tensors
                             for b in _tensors(tensors) if overlap(b, t)), "")

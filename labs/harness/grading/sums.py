@@ -1,0 +1,114 @@
+"""What travels in a reduction: the partial sums, checked on a probe that makes them exact.
+
+A ring or a recursive-doubling all-reduce sends partial sums, and their rounding depends on
+the order of the additions, which the method leaves free: their bytes cannot be compared
+with the reference's. On the probe they can: every rank's tensor (or every gradient) holds
+2**rank everywhere, so every partial sum is an integer that is exact in any order (and in
+every dtype the probe is used for), and it names the ranks it adds up (7 = ranks 0, 1, 2).
+
+Each rank must then send every peer the same sums as the reference (in any order, however
+the tensor is cut): a negated sum, a difference from an earlier call's message, or a raw
+input forwarded for the receiver to add up later holds other values. A gradient average
+may divide before it adds (Method.sums == "mean"): then every sum is the reference's divided
+by the world size, within the rounding of the dtype.
+"""
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from labs.harness.grading.compare import _why
+from labs.harness.grading.state import copy_args
+
+
+def _holds_sums(dtype, world_size) -> bool:
+    """Can `dtype` hold every sum of distinct powers 2**0 .. 2**(world_size - 1) exactly?"""
+    if dtype == torch.bool or dtype.is_complex:
+        return False
+    return int(torch.tensor(2 ** world_size - 1).to(dtype).item()) == 2 ** world_size - 1
+
+
+def probe_args(args: tuple, world_size: int, rank: int):
+    """The call's arguments with the data (the first argument) holding 2**rank everywhere:
+    a tensor replaced by a contiguous one of its shape (at least one element per rank: with
+    fewer, which rank's chunk is empty depends on how it is cut), a model by a copy whose
+    gradients hold it. None where the probe says nothing: one rank, or a dtype that cannot
+    hold 2**world_size - 1 exactly."""
+    if world_size < 2 or not args:
+        return None
+    data = args[0]
+    if isinstance(data, torch.nn.Module):
+        model = copy_args(data)
+        grads = [p.grad for p in model.parameters() if p.grad is not None]
+        if not grads or not all(_holds_sums(g.dtype, world_size) for g in grads):
+            return None
+        for g in grads:
+            g.fill_(2 ** rank)          # in place: each gradient keeps its layout
+        return (model, *args[1:])
+    if not isinstance(data, torch.Tensor) or not _holds_sums(data.dtype, world_size):
+        return None
+    shape = data.shape if data.numel() >= world_size else (world_size,)
+    return (torch.full(shape, 2 ** rank, dtype=data.dtype), *args[1:])
+
+
+def _sent(ops, peer) -> list[tuple]:
+    """[(value, dtype)] of what this rank sent `peer`; (None, dtype): a message held more
+    distinct values than the record notes. Zeros are left out: the sum of no rank, the
+    padding of a tensor cut into equal chunks (Horovod's)."""
+    return [(v, op.dtype) for op in ops if op.kind == "send" and op.peer == peer
+            for v in op.values if v != 0]
+
+
+def _close(got, dtype, want, world_size) -> bool:
+    """Equal within the rounding of `world_size` additions in `dtype` (exact for integers)."""
+    kind = getattr(torch, dtype, torch.float64)
+    if not kind.is_floating_point:
+        return got == want
+    return abs(got - want) <= 2 * world_size * torch.finfo(kind).eps * abs(want)
+
+
+def _matches(got, expected, scale, world_size) -> bool:
+    """Every value sent is one of the reference's (times `scale`), and every one of the
+    reference's is sent."""
+    if any(v is None for v, _ in got):
+        return False
+    wanted = [(v * scale, d) for v, d in expected if v is not None]
+    return all(any(_close(v, d, w, world_size) for w, _ in wanted) for v, d in got) and \
+        all(any(_close(v, d, w, world_size) for v, _ in got) for w, d in wanted)
+
+
+def _named(values, world_size) -> str:
+    """Each value, and the ranks it adds up where it is such a sum: "7 (ranks 0+1+2)"."""
+    values = sorted({v for v, _ in values if v is not None})
+    shown = []
+    for v in values[:6]:
+        if float(v).is_integer() and 0 < v < 2 ** world_size:
+            ranks = "+".join(str(r) for r in range(world_size) if int(v) >> r & 1)
+            shown.append(f"{v:g} (rank{'s' if '+' in ranks else ''} {ranks})")
+        else:
+            shown.append(f"{v:g}")
+    return ", ".join(shown) + (", ..." if len(values) > 6 else "")
+
+
+def sums_problems(mine, reference, method) -> list[str]:
+    """This rank's sends on the probe against the reference's, peer by peer."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    scales = (1.0, 1.0 / world_size) if method.sums == "mean" else (1.0,)
+    peers = sorted({op.peer for op in mine + reference
+                    if op.kind == "send" and op.values and op.peer is not None})
+    for peer in peers:
+        got, expected = _sent(mine, peer), _sent(reference, peer)
+        if any(_matches(got, expected, scale, world_size) for scale in scales):
+            continue
+        held = _named(got, world_size) + (" and many more values" if
+                                           any(v is None for v, _ in got) else "")
+        divided = (" (or each divided by the world size, if you divide before adding)"
+                   if len(scales) > 1 else "")
+        return [f"rank {rank} sent rank {peer} other values than the method's partial sums: "
+                f"when every rank's data held 2**rank everywhere (so that each sum names the "
+                f"ranks it adds up), its messages to rank {peer} held {held or 'nothing'}; the "
+                f"method sends {_named(expected, world_size) or 'nothing'} there{divided} "
+                f"({_why(method, rank, world_size)}). Send the running sums themselves, not a "
+                f"value worked out from them (negated, encoded, a difference from an earlier "
+                f"call) nor inputs to add up later"]
+    return []
