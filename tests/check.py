@@ -266,6 +266,11 @@ def _crash(report) -> str:
     return text.splitlines()[-1] if text else "failed"
 
 
+# Exercises that are whole scripts, not function stubs: {lab module: (names)}; each is
+# graded by tests/graders/test_<module>.py::test_<name>.
+SCRIPT_EXERCISES = {"doctor": ("halo_exchange",)}
+
+
 def _exercises():
     """(lesson, module, exercise) in lesson order, and {module: (lesson, why)} for the lab
     modules that do not even import (a syntax error in your labs/<module>.py)."""
@@ -279,4 +284,6 @@ def _exercises():
             broken[lesson.module] = (lesson.number, f"{type(exc).__name__}: {exc}")
             continue
         found += [(lesson.number, lesson.module, name) for name in exercises_in(module)]
+        found += [(lesson.number, lesson.module, name)
+                  for name in SCRIPT_EXERCISES.get(lesson.module, ())]
     return found, broken

@@ -6,9 +6,10 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from labs.doctor import Job, Report, examine
+from labs.doctor import CLEAN, Job, Report, examine
 from labs.doctor.timeline import save
 from labs.harness.commands.torchrun import ROOT
+from labs.harness.ranks.exercises import solution_wanted
 
 SCRIPTS = ROOT / "labs" / "scripts" / "doctor"
 _reports: dict[str, Report] = {}
@@ -30,6 +31,28 @@ def diagnose(script: str, nproc: int, *args: str, deadline: float = 120.0) -> Re
     _reports[script] = report
     print(report.text(timings=False))
     print(f"exit status: {report.status}")
+    return report
+
+
+EXERCISE = Path("scripts") / "halo_exchange.py"
+GRADE = ".venv/bin/python -m pytest --impl=labs tests/graders/test_doctor.py"
+
+
+def diagnose_exercise(nproc: int) -> Report:
+    """Section 7: the doctor on your labs/scripts/halo_exchange.py (on the reference,
+    solutions/scripts/, when the solutions are on: the committed outputs), then where you
+    stand and how to grade it."""
+    folder = "solutions" if solution_wanted("halo_exchange") else "labs"
+    job = Job(str(ROOT / folder / EXERCISE), [], [f"--nproc-per-node={nproc}"], 120.0)
+    report = examine(job)
+    report.command = report.command.replace(str(ROOT) + "/", "")
+    print(report.text(timings=False))
+    print(f"exit status: {report.status}")
+    if report.status:
+        print(f"\nNot fixed yet: labs/{EXERCISE}; the reference gets exit status 0 and "
+              f"\"{CLEAN}\".\nFix each problem, run this cell again; grade it: {GRADE}")
+    else:
+        print(f"\nClean. Grade it on 2, 3 and 4 ranks (values and method too): {GRADE}")
     return report
 
 

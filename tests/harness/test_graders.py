@@ -14,7 +14,7 @@ from labs.harness.grading.order import order_problems
 from labs.harness.grading.ops import Op
 from labs.harness.ranks.tracing import Event
 from tests.graders import (test_algorithms, test_batching, test_collectives, test_deadlocks,
-                           test_gradients, test_jobs, test_p2p, test_patterns, test_ring,
+                           test_doctor, test_gradients, test_jobs, test_p2p, test_patterns, test_ring,
                            test_snippets, test_waiting)
 
 BODIES = "tests.graders.bodies"
@@ -723,6 +723,15 @@ RIGHT += [
     (test_gradients.test_average_gradients_ring, 5, R7 + "ring_avg_predivided"),
 ]
 
+# Lesson 12's script exercise, graded through the doctor: clean is not enough, the method is
+# point to point, one edge value each way per neighbour per step.
+WRONG += [
+    (test_doctor.test_halo_exchange, 3, "scripts:halo_all_gather", "called all_gather"),
+    (test_doctor.test_halo_exchange, 3, "scripts:halo_computed_locally", "sent to its neighbours"),
+    (test_doctor.test_halo_exchange, 2, "scripts:halo_whole_tensors", "sent to its neighbours"),
+]
+RIGHT += [(test_doctor.test_halo_exchange, 3, "scripts:halo_two_batches")]
+
 GRADERS = list(dict.fromkeys((grader, arg) for grader, arg, *_ in WRONG + RIGHT))
 
 
@@ -756,8 +765,12 @@ def test_a_correct_body_in_another_style_passes(grader, arg, body):
 @pytest.mark.parametrize("grader", sorted({g for g, _ in GRADERS}, key=lambda g: (g.__module__, g.__name__)),
                          ids=lambda g: g.__name__)
 def test_every_grader_fails_on_its_stub(grader):
+    """A function stub says it is not written yet; lesson 12's script, as shipped, is the
+    buggy script the learner fixes: the doctor's problems are its grade."""
     arg = next(a for g, a in GRADERS if g is grader)
-    with pytest.raises(GradeFailure, match="is not implemented yet: write its body in labs/"):
+    expected = ("the doctor reports 6 problem(s)" if grader is test_doctor.test_halo_exchange
+                else "is not implemented yet: write its body in labs/")
+    with pytest.raises(GradeFailure, match=re.escape(expected)):
         grader("labs", arg)
 
 
@@ -765,7 +778,7 @@ def test_every_exercise_grader_is_tested_here():
     """A new grader test in one of these files gets a wrong and a right body above."""
     tested = {g for g, _ in GRADERS}
     for module in (test_algorithms, test_batching, test_collectives, test_deadlocks,
-                   test_gradients, test_p2p, test_patterns, test_ring, test_waiting):
+                   test_doctor, test_gradients, test_p2p, test_patterns, test_ring, test_waiting):
         found = {f for name, f in vars(module).items() if name.startswith("test_")}
         assert found <= tested, f"untested graders: {sorted(f.__name__ for f in found - tested)}"
 

@@ -41,7 +41,7 @@ PARTNERS = "in this method rank"
     ("recursive_doubling_all_reduce", "all_reduce_new_tensor", 2,
      ("must work in place", "must return its first argument itself")),
     ("recursive_doubling_all_reduce", "all_reduce_no_fold", 3,
-     ("is wrong at flat index", PARTNERS, "never sent anything")),
+     ("is wrong at flat index", PARTNERS, "never sent anything", "partial sums")),
     ("halving_doubling_all_reduce", "all_reduce_builtin", 2, BUILTIN),
     ("halving_doubling_all_reduce", "all_reduce_ring", 4,
      ("halving-doubling on 4 ranks", PARTNERS, "never sent anything")),

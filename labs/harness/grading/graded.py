@@ -155,8 +155,7 @@ class GradedBody:
             problems = self._call_again((result, [a for i, a in enumerate(args)
                                                   if i in self.method.writes]), box,
                                         first_reference)
-        if self.method.sums and not problems and not refused:
-            problems = self._sums_probe(args, kwargs)
+        problems = problems or self._sums_probe(args, kwargs, refused)
         self._raise_if(problems)
         if not self.method.returns_requests:      # those results fill in after return
             with torch._C.DisableTorchFunctionSubclass():
@@ -233,10 +232,12 @@ class GradedBody:
         del second, args, kwargs
         return self._kept(kept, values, box, ops)
 
-    def _sums_probe(self, args, kwargs) -> list[str]:
+    def _sums_probe(self, args, kwargs, refused) -> list[str]:
         """The body again, beside the reference, on the probe of labs.harness.grading.sums
-        (every rank's tensor 2**rank everywhere): the same partial sums to every peer."""
-        probe = probe_args(args, dist.get_world_size(), dist.get_rank())
+        (every rank's tensor 2**rank everywhere): the same partial sums to every peer. Not
+        where the method moves no sums or the reference refused the first call."""
+        probe = probe_args(args, dist.get_world_size(), dist.get_rank()) \
+            if self.method.sums and not refused else None
         if probe is None or self.body is self.reference:
             return []
         DISTINCT.append(True)         # the record notes the values each send holds

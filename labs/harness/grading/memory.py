@@ -135,8 +135,17 @@ def grader_key(frame: str, grader_module, exercises) -> str:
     the exercises it grades and everything they use."""
     grader_code = [v for v in vars(grader_module).values() if _is_course_code(v)]
     used = sources(list(exercises) + grader_code)
-    return _hash(frame, _source(grader_module),
+    # A grader of a whole file you edit (lesson 12's script) names it in GRADED_FILES.
+    files = [f"{path}\n{_read(path)}" for path in getattr(grader_module, "GRADED_FILES", ())]
+    return _hash(frame, _source(grader_module), *files,
                  *(f"{name}\n{text}" for name, text in sorted(used.items())))
+
+
+def _read(path) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "(missing)"
 
 
 class Memory:
