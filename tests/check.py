@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import importlib
 import time
+from pathlib import Path
 
 import pytest
 
+from labs.harness import COURSE_ROOT
 from labs.harness.ranks.exercises import ExerciseNotSolved, exercises_in
 from labs.harness.grading import memory
 from labs.harness.grading.run import GradeFailure, grading
@@ -73,6 +75,8 @@ class Check:
             untouched = self.memory is not None and fns and len(fns) == len(names) and \
                 all(memory.untouched_stub(f) for f in fns)
             known = _not_started(item.nodeid, names, fns) if untouched else None
+            if known is None and self.memory is not None and not fns:
+                known = _script_not_started(item, names)
             if known is not None:
                 self.graded.append(known)
                 dropped.append(item)
@@ -256,6 +260,19 @@ def _not_started(nodeid, names, fns) -> Graded | None:
                       f"(see {u.section})." for u in unsolved)
     return Graded(nodeid, tuple(names), "not_started", reason,
                   tuple(u.exercise for u in unsolved))
+
+
+def _script_not_started(item, names) -> Graded | None:
+    """A script exercise (SCRIPT_EXERCISES) whose file is as shipped: not started, without
+    running the doctor on it."""
+    shipped = getattr(item.module, "SHIPPED_SHA256", None)
+    files = getattr(item.module, "GRADED_FILES", ())
+    if not shipped or not files or memory.text_sha256(files[0]) != shipped:
+        return None
+    where = Path(files[0]).relative_to(COURSE_ROOT)
+    return Graded(item.nodeid, tuple(names), "not_started",
+                  f"{names[0]} is not started: {where} is as shipped; fix it until the doctor "
+                  f"is clean (see notebook 12, section 7).", tuple(names))
 
 
 def _crash(report) -> str:

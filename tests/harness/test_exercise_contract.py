@@ -114,3 +114,12 @@ def test_graders_fail_on_the_stubs(tmp_path):
     assert not passed, f"graders that pass on the unsolved stubs: {passed}"
     # and they say why: not implemented yet, pointing at the notebook
     assert "not implemented yet" in proc.stdout
+
+
+def test_make_check_knows_the_shipped_doctor_script():
+    """make check calls lesson 12's script "not started" while it is as shipped (without
+    running the doctor): the hash it compares with is the shipped file's (change both
+    together). That the script as shipped fails its grader: test_graders.py."""
+    from labs.harness.grading.memory import text_sha256
+    from tests.graders import test_doctor
+    assert text_sha256(test_doctor.GRADED_FILES[0]) == test_doctor.SHIPPED_SHA256

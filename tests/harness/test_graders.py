@@ -721,6 +721,10 @@ RIGHT += [
     (test_ring.test_ring_all_reduce, 5, R7 + "ring_accumulates_in_float64"),
     (test_algorithms.test_halving_doubling_all_reduce, 6, R7 + "halving_larger_chunks_last"),
     (test_gradients.test_average_gradients_ring, 5, R7 + "ring_avg_predivided"),
+    # the order of partners is free: which sum goes to which peer, and with extra ranks
+    # folded in, how many ranks each adds up
+    (test_algorithms.test_halving_doubling_all_reduce, 6, "algorithms:halving_near_first"),
+    (test_algorithms.test_recursive_doubling_all_reduce, 7, "algorithms:doubling_far_first"),
 ]
 
 # Lesson 12's script exercise, graded through the doctor: clean is not enough, the method is

@@ -43,8 +43,9 @@ class Method:
              route is free, compare="routing": what travels is not).
     sums:    what travels is partial sums (a reduction): on a probe that makes every sum exact
              (labs.harness.grading.sums), each rank sends every peer the reference's sums;
-             "sum", or "mean" (a gradient average: divided by the world size before adding
-             is allowed too).
+             "sum", "mean" (a gradient average: divided by the world size before adding
+             is allowed too), or "subsets" (the order of partners is free: each value adds
+             up the sender's own data and other ranks').
     any_source: a receive from any source is judged by the rank it came from (only where
              a rank has one sender for the whole launch, so no message can overtake).
     compare: how much of the reference's communication is the method:

@@ -141,6 +141,14 @@ def grader_key(frame: str, grader_module, exercises) -> str:
                  *(f"{name}\n{text}" for name, text in sorted(used.items())))
 
 
+def text_sha256(path) -> str:
+    """The SHA-256 of a text file's contents, line endings as "\\n" ("" if missing)."""
+    text = _read(path)
+    if text == "(missing)":
+        return ""
+    return hashlib.sha256(text.replace("\r\n", "\n").encode()).hexdigest()
+
+
 def _read(path) -> str:
     try:
         return Path(path).read_text(encoding="utf-8", errors="replace")

@@ -31,7 +31,7 @@ METHODS = {
     "ring.ring_reduce_scatter": Method(RING + ", one chunk per step", writes=(0,),
                                        returns="view", sums="sum"),
     "ring.ring_all_reduce": Method(RING + ", one chunk per step", writes=(0,), returns="input",
-                                   compare="counts", sums="sum"),
+                                   compare="counts", sums="subsets"),
     "ring.pipelined_ring_all_reduce": Method(RING + ", one segment per message", writes=(0,),
                                              returns="input", compare="counts",
                                              pipelined=True, sums="sum"),
@@ -67,9 +67,9 @@ METHODS = {
                                         relays=True),
     "algorithms.recursive_doubling_all_reduce": Method(
         "recursive doubling: whole tensors with partner rank ^ 2^k, extra ranks folded in "
-        "and out", writes=(0,), returns="input", sums="sum"),
+        "and out", writes=(0,), returns="input", sums="subsets"),
     "algorithms.halving_doubling_all_reduce": Method(
         "recursive halving then doubling: half the remaining data with partner rank ^ 2^k "
         "each step, extra ranks folded in and out", writes=(0,), returns="input",
-        compare="counts", sums="sum"),
+        compare="counts", sums="subsets"),
 }

@@ -10,7 +10,9 @@ Each rank must then send every peer the same sums as the reference (in any order
 the tensor is cut): a negated sum, a difference from an earlier call's message, or a raw
 input forwarded for the receiver to add up later holds other values. A gradient average
 may divide before it adds (Method.sums == "mean"): then every sum is the reference's divided
-by the world size, within the rounding of the dtype.
+by the world size, within the rounding of the dtype. Where the order of the partners is free
+(recursive doubling, halving-doubling: "subsets"), which sum goes to which peer is free too:
+each value must add up the sender's own data (and other ranks').
 """
 from __future__ import annotations
 
@@ -90,9 +92,30 @@ def _named(values, world_size) -> str:
     return ", ".join(shown) + (", ..." if len(values) > 6 else "")
 
 
+def _subsets_problems(mine, method, rank, world_size) -> list[str]:
+    """sums="subsets" (recursive doubling, halving-doubling: which partner comes first is
+    free, so which sum goes to which peer is too, and how many ranks each adds up where
+    extra ranks fold in): every value sent adds up a set of ranks that holds the sender."""
+    for op in (op for op in mine if op.kind == "send"):
+        for v in op.values:
+            if v is not None and (v == 0 or (float(v).is_integer() and 0 < v < 2 ** world_size
+                                             and int(v) >> rank & 1)):
+                continue
+            return [f"rank {rank} sent rank {op.peer} other values than the method's partial "
+                    f"sums: when every rank's data held 2**rank everywhere, a message held "
+                    f"{_named([(v, op.dtype)], world_size) or 'many values'}; each message of "
+                    f"the method adds up rank {rank}'s own data and other ranks' "
+                    f"({_why(method, rank, world_size)}). Send the running sums themselves, "
+                    f"not a value worked out from them (negated, encoded, a difference from an "
+                    f"earlier call)"]
+    return []
+
+
 def sums_problems(mine, reference, method) -> list[str]:
     """This rank's sends on the probe against the reference's, peer by peer."""
     rank, world_size = dist.get_rank(), dist.get_world_size()
+    if method.sums == "subsets":
+        return _subsets_problems(mine, method, rank, world_size)
     scales = (1.0, 1.0 / world_size) if method.sums == "mean" else (1.0,)
     peers = sorted({op.peer for op in mine + reference
                     if op.kind == "send" and op.values and op.peer is not None})
