@@ -31,7 +31,7 @@ METHODS = {
     "ring.ring_reduce_scatter": Method(RING + ", one chunk per step", writes=(0,),
                                        returns="view", sums="sum"),
     "ring.ring_all_reduce": Method(RING + ", one chunk per step", writes=(0,), returns="input",
-                                   compare="counts", sums="subsets"),
+                                   compare="counts", sums="sum"),
     "ring.pipelined_ring_all_reduce": Method(RING + ", one segment per message", writes=(0,),
                                              returns="input", compare="counts",
                                              pipelined=True, sums="sum"),
