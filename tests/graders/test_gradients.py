@@ -14,7 +14,6 @@ import contextlib
 import importlib
 import inspect
 import sys
-import threading
 
 import pytest
 import torch
@@ -25,6 +24,7 @@ from labs.gradients import plan_buckets
 from labs.harness.grading.graded import GradedBody
 from labs.harness.grading import (GradeFailure, call, check_close, check_one_batch,
                                   check_p2p_only, grade, implementation, seeded)
+from tests.graders.spy import spying
 
 # On Mixed: a bucket per parameter; 25 bytes, where a plan that counts the frozen or unused
 # parameter (grad None) closes a bucket early; 60, which two float32 parameters fill exactly
@@ -193,38 +193,40 @@ def _plan(model, bucket_bytes):
 @contextlib.contextmanager
 def ring_calls(fn):
     """Record (numel, dtype) of every call of lesson 05's ring_all_reduce that the body under
-    test makes, however it reaches it (any name, a default argument, an object holding it):
-    a profile hook sees the ring's own code start running. Outermost calls only (the lab's
-    ring calls its solution when solutions are on), and not the reference averaging's: it
-    runs beside the body, its calls are not the body's."""
-    rings = (importlib.import_module("labs.ring").ring_all_reduce.stub.__code__,
-             importlib.import_module("solutions.ring").ring_all_reduce.__code__)
+    test makes, however it reaches it (any name, a default argument, an object holding it:
+    tests/graders/spy.py). Outermost calls only (the lab's ring calls its solution when
+    solutions are on), and not the reference averaging's, the repeat call's or the sums
+    probe's: they run beside the body, their calls are not the body's."""
+    rings = (importlib.import_module("labs.ring").ring_all_reduce.stub,
+             importlib.import_module("solutions.ring").ring_all_reduce)
     body, reference = getattr(fn, "body", fn), getattr(fn, "reference", None)
-    # the repeat call and the sums probe are the harness's calls, not the body's
-    beside = {GradedBody._call_again.__code__, GradedBody._sums_probe.__code__}
+    beside = {id(GradedBody._call_again.__code__), id(GradedBody._sums_probe.__code__)}
     if reference not in (None, body):
-        beside.add(inspect.unwrap(reference).__code__)
-    calls = []
+        beside.add(id(inspect.unwrap(reference).__code__))
+    calls, inside = [], []
 
-    def seen(frame, event, arg):
-        if event != "call" or not any(frame.f_code is c for c in rings):
-            return
-        outer = frame.f_back
-        while outer is not None:
-            if any(outer.f_code is c for c in (*beside, *rings)):
-                return
-            outer = outer.f_back
-        tensor = frame.f_locals.get("tensor")
-        if isinstance(tensor, torch.Tensor):
-            calls.append((tensor.numel(), str(tensor.dtype).removeprefix("torch.")))
+    def note(ring, *args, **kwargs):
+        if not inside and not _called_from(beside):
+            tensor = args[0] if args else kwargs.get("tensor")
+            if isinstance(tensor, torch.Tensor):
+                calls.append((tensor.numel(), str(tensor.dtype).removeprefix("torch.")))
+        inside.append(ring)
+        try:
+            return ring(*args, **kwargs)
+        finally:
+            inside.pop()
 
-    sys.setprofile(seen)
-    threading.setprofile(seen)
-    try:
+    with spying(rings, note):
         yield calls
-    finally:
-        sys.setprofile(None)
-        threading.setprofile(None)
+
+
+def _called_from(code_ids) -> bool:
+    frame = sys._getframe(2)
+    while frame is not None:
+        if id(frame.f_code) in code_ids:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def check_means(results, world_size, on_your_ring=False):

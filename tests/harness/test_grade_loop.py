@@ -21,7 +21,8 @@ import pytest
 from labs import WorkerError, launch
 from labs.harness.ranks.exercises import ExerciseNotSolved, Unsolved, exercise, todo
 from labs.harness.grading import memory
-from labs.harness.grading.run import (GradeFailure, distinct_problems, fail_if_any, grading,
+from labs.harness.grading.run import (HANG_SECONDS, MAX_HANG_SECONDS, GradeFailure,
+                                      distinct_problems, fail_if_any, grading, hang_seconds,
                                       unsolved_failure)
 from labs.harness.grading.sheet import Graded, grade_sheet
 from labs.harness.launch.unsolved import unsolved_exercise
@@ -63,6 +64,18 @@ def stub_worker(rank, world_size):
     if rank == 1:
         raise ValueError("not a stub")
     return getattr(ring_all_reduce, "stub")(torch.ones(2))
+
+
+def test_a_grader_waits_longer_before_hung_while_ranks_share_cores(monkeypatch):
+    """gloo times a wait, it cannot tell a deadlock from a peer still computing: 8 ranks on
+    2 cores compute 4 times slower between messages, so "stuck" takes 4 times longer."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
+    assert hang_seconds(1) == hang_seconds(2) == HANG_SECONDS
+    assert hang_seconds(3) == 1.5 * HANG_SECONDS and hang_seconds(8) == 4 * HANG_SECONDS
+    assert hang_seconds(64) == MAX_HANG_SECONDS
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")   # two graders side by side
+    assert hang_seconds(2) == 2 * HANG_SECONDS
 
 
 def test_the_workers_send_the_unsolved_exercise_back_as_data(no_leftover_workers):

@@ -80,3 +80,27 @@ def test_barrier_is_recorded_as_sync_not_a_collective():
     results = launch(record_worker, 2, args=(["dist.barrier", "pg.barrier"],), quiet=True)
     assert results[0]["dist.barrier"] == [("sync", "barrier", True)]
     assert results[1]["pg.barrier"] == [("sync", "barrier", True)]
+
+
+def test_same_bytes_compares_every_bit_at_any_offset():
+    """The record's buffer check (a send buffer written in flight, lent memory written)
+    compares bits, as machine words where it can: views at odd offsets and odd sizes, NaN,
+    -0.0 and every dtype width must still compare right."""
+    import torch
+    from labs.harness.grading.buffers import same_bytes
+    base = torch.randn(41)
+    for view in (base[1:19], base[:18], base[3:40], base[5:6], base[:0]):
+        assert same_bytes(view, view.clone())
+    assert not same_bytes(base[1:19], base[2:20])
+    nan = torch.tensor([float("nan"), 0.0, 1.0])
+    assert same_bytes(nan, nan.clone())
+    zero = nan.clone()
+    zero[1] = -0.0
+    assert not same_bytes(nan, zero)
+    for dtype in (torch.float16, torch.bfloat16, torch.float64, torch.int8, torch.bool):
+        t = torch.ones(7, dtype=dtype)
+        other = t.clone()
+        other[6] = 0
+        assert same_bytes(t, t.clone()) and not same_bytes(t, other)
+    assert same_bytes(base[1:10].reshape(3, 3).t(), base[1:10].reshape(3, 3).t().contiguous())
+    assert not same_bytes(base[:4], base[:4].double())

@@ -84,8 +84,16 @@ def distinct(tensors) -> tuple:
 def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
     """The same values, bit for bit (NaN equals NaN here, unlike torch.equal)."""
     with torch._C.DisableTorchFunctionSubclass():
-        return a.shape == b.shape and a.dtype == b.dtype and torch.equal(
-            _flat_bytes(a), _flat_bytes(b))
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        a, b = _flat_bytes(a), _flat_bytes(b)
+        # As wide integers where both allow it: torch.equal compares 8-byte words about 8
+        # times faster than single bytes (the record checks lent memory at every op).
+        for word in (torch.int64, torch.int32, torch.int16):
+            if all(t.numel() % word.itemsize == 0 and t.storage_offset() % word.itemsize == 0
+                   for t in (a, b)):
+                return torch.equal(a.view(word), b.view(word))
+        return torch.equal(a, b)
 
 
 def _flat_bytes(t: torch.Tensor) -> torch.Tensor:

@@ -3,14 +3,27 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 import re
 
 from labs import HangError, WorkerError, launch
 from labs.harness.ranks.exercises import SOLUTIONS_ENV
 
 # gloo's own timeout for every send, receive and wait in a grader's workers: a deadlock is
-# reported this many seconds after it happens, not when the launch deadline passes.
+# reported this many seconds after it happens, not when the launch deadline passes...
 HANG_SECONDS = 4.0
+# ...while every rank has a core; up to this when ranks share cores (hang_seconds).
+MAX_HANG_SECONDS = 16.0
+
+
+def hang_seconds(world_size: int) -> float:
+    """gloo's timeout for a grader's launch of `world_size` ranks. gloo can only time a wait,
+    not tell a deadlock from a peer that is still computing; with more ranks than cores
+    (and pytest-xdist's graders side by side) each rank computes that many times slower
+    between two messages, so the wait that means "stuck" is that many times longer."""
+    side_by_side = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    per_core = world_size * side_by_side / (os.cpu_count() or 1)
+    return min(MAX_HANG_SECONDS, HANG_SECONDS * max(1.0, per_core))
 # The exercises the running grader test grades (tests/conftest.py sets it from the test's
 # name or its `grades` marker): an unsolved one of these is "not started"; any other
 # unsolved exercise the body calls is a dependency ("waiting").
@@ -51,14 +64,16 @@ GradeFailure.__module__ = "labs.harness.grading"   # where graders import it fro
 
 
 def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
-          pg_timeout=HANG_SECONDS, **kwargs):
+          pg_timeout=None, **kwargs):
     """launch() for graders: quiet, stubs never replaced, failures turned into advice.
 
     An exercise that stops at its stub (data the workers send: WorkerError.unsolved) is
     "not implemented yet" if this test grades it (`grading(...)`, set by tests/conftest.py;
     outside a test, the exercise named by `what`, a word of it, never a part of a word);
     any other is a dependency to solve first (GradeFailure kind "not_started" / "waiting").
+    pg_timeout: gloo's timeout, hang_seconds(world_size) unless given.
     """
+    pg_timeout = hang_seconds(world_size) if pg_timeout is None else pg_timeout
     try:
         return launch(worker, world_size, args=args, timeout=timeout, quiet=True,
                       pg_timeout=pg_timeout, env={SOLUTIONS_ENV: "0"}, **kwargs)
