@@ -67,13 +67,14 @@ def stub_worker(rank, world_size):
 
 
 def test_a_grader_waits_longer_before_hung_while_ranks_share_cores(monkeypatch):
-    """gloo times a wait, it cannot tell a deadlock from a peer still computing: 8 ranks on
-    2 cores compute 4 times slower between messages, so "stuck" takes 4 times longer."""
+    """gloo times a wait, it cannot tell a deadlock from a peer still computing: 3 ranks on
+    2 cores compute 1.5 times slower between messages, so "stuck" takes 1.5 times longer
+    (up to a bound: a deadlock is still reported in under 10 s)."""
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
     assert hang_seconds(1) == hang_seconds(2) == HANG_SECONDS
-    assert hang_seconds(3) == 1.5 * HANG_SECONDS and hang_seconds(8) == 4 * HANG_SECONDS
-    assert hang_seconds(64) == MAX_HANG_SECONDS
+    assert hang_seconds(3) == 1.5 * HANG_SECONDS
+    assert hang_seconds(8) == hang_seconds(64) == MAX_HANG_SECONDS < 10
     monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")   # two graders side by side
     assert hang_seconds(2) == 2 * HANG_SECONDS
 

@@ -12,8 +12,9 @@ from labs.harness.ranks.exercises import SOLUTIONS_ENV
 # gloo's own timeout for every send, receive and wait in a grader's workers: a deadlock is
 # reported this many seconds after it happens, not when the launch deadline passes...
 HANG_SECONDS = 4.0
-# ...while every rank has a core; up to this when ranks share cores (hang_seconds).
-MAX_HANG_SECONDS = 16.0
+# ...while every rank has a core; up to this when ranks share cores (hang_seconds): a
+# deadlock is still reported in under 10 s.
+MAX_HANG_SECONDS = 8.0
 
 
 def hang_seconds(world_size: int) -> float:
