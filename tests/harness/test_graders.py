@@ -729,6 +729,27 @@ RIGHT += [
     (test_algorithms.test_recursive_doubling_all_reduce, 7, "algorithms:doubling_far_first"),
 ]
 
+# Eleventh round, ours (tests/graders/bodies/red8_gradients.py): gradient averages whose
+# ring calls are for show (on zeros, the mean exchanged all to all), a relay where every rank
+# should send to every other, a doubled wire; and peers visited in another order (right).
+R8 = "red8_gradients:"
+ONLY = "in this method rank 0 sends to rank 1 only"
+WRONG += [
+    (test_gradients.test_average_gradients_bucketed, 3, R8 + "bucketed_ring_for_show", ONLY),
+    (test_gradients.test_average_gradients_ring, 4, R8 + "ring_avg_ring_for_show", ONLY),
+    # two ranks: the exchange's partners are the ring's; its messages are extra
+    (test_gradients.test_average_gradients_bucketed, 2, R8 + "bucketed_ring_for_show",
+     "message(s) to rank 1; the method has"),
+    (test_gradients.test_average_gradients_ring, 2, R8 + "ring_avg_ring_for_show",
+     "message(s) to rank 1; the method has"),
+    (test_snippets.test_fixed_average_gradients, 3, R8 + "fixed_average_relayed",
+     "never sent anything to rank"),
+    (test_snippets.test_fixed_average_gradients, 3, R8 + "fixed_average_doubled_wire", SUMS),
+]
+RIGHT += [
+    (test_snippets.test_fixed_average_gradients, 4, R8 + "fixed_average_peers_descending"),
+]
+
 # Lesson 12's script exercise, graded through the doctor: clean is not enough, the method is
 # point to point, one edge value each way per neighbour per step.
 WRONG += [
