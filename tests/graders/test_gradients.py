@@ -104,21 +104,28 @@ class Mixed(nn.Module):
         self.tied.weight = self.a.weight
         self.gate = nn.Parameter(torch.randn(3))
         self.gate_open = float(rank % 2 == 0)
-        # Half precisions, each in its own dtype on the wire (gradients (1 + rank) * 2^i:
-        # exact, and so is their mean), and a channels_last weight: a gradient that is not
-        # contiguous (gloo refuses to send it as it is).
+        # Half precisions, each in its own dtype on the wire. bfloat16: gradients
+        # (1 + rank) * 2^i, exact, and so is their mean. float16: (257 + 4 * rank) * 2^i,
+        # 9 significant bits, which float16 holds (11) and bfloat16 does not (8, each one
+        # rounds down by 1): every sum of them is exact in float16, and so is their mean
+        # (257 + 2 * (world_size - 1)) * 2^i; added up in bfloat16 it is 1/260 too small.
+        # And a channels_last weight: a gradient that is not contiguous (gloo refuses to
+        # send it as it is).
         self.bf16 = nn.Parameter(torch.ones(4, dtype=torch.bfloat16))
         self.fp16 = nn.Parameter(torch.ones(3, dtype=torch.float16))
         self.conv = nn.Parameter(torch.randn(2, 3, 2, 2).to(memory_format=torch.channels_last))
         self.rank_factor = 1.0 + rank
+        self.fp16_factor = 257.0 + 4 * rank
 
     def loss(self, x):
         h = torch.tanh(self.a(x) + 0.5 * self.tied(x) + self.frozen.sum())
         out = self.b(h.double())
         return out.pow(2).mean() + (self.cube.double() ** 2).sum() * x.double().mean() + \
             (self.twin * self.cube).sum() * x.mean() + self._branch() + \
-            sum((p.float() * 2.0 ** torch.arange(p.numel())).sum() * self.rank_factor
-                for p in (self.bf16, self.fp16)) + (self.conv ** 2).sum() * x.mean()
+            sum((p.float() * 2.0 ** torch.arange(p.numel())).sum() * factor
+                for p, factor in ((self.bf16, self.rank_factor),
+                                  (self.fp16, self.fp16_factor))) + \
+            (self.conv ** 2).sum() * x.mean()
 
 
     def _branch(self):

@@ -14,8 +14,8 @@ def a2a_halves_summed_in_bf16(model):
     """WRONG (precision): the reference's one batch, every gradient on the wire in its own
     dtype, but the 2-byte gradients (float16 and bfloat16) are summed and divided in
     bfloat16 "so that float16 cannot overflow": a float16 gradient loses 3 of its 10
-    mantissa bits (mean of 1.001 and 1.001 comes back 1.0). The grader's half-precision
-    gradients are (1 + rank) * 2**i, exact in any format, so the loss never shows."""
+    mantissa bits (mean of 1.001 and 1.001 comes back 1.0). The grader's float16
+    gradients have 9 significant bits, which bfloat16 cannot hold: the loss shows."""
     rank, ws = dist.get_rank(), dist.get_world_size()
     params = _with_grads(model)
     if ws == 1:
