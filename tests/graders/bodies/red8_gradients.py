@@ -26,15 +26,21 @@ def _all_to_all_sum(flat):
     return total
 
 
+def _average_with_a_ring_for_show(params):
+    """One ring_all_reduce on zeros of the flat buffer's size (what a ring-call counter
+    sees), the mean itself from an all-to-all exchange."""
+    flat = torch.cat([p.grad.reshape(-1) for p in params])
+    ring_all_reduce(torch.zeros_like(flat))
+    mean = _all_to_all_sum(flat) / dist.get_world_size()
+    for p, piece in zip(params, mean.split([p.numel() for p in params])):
+        p.grad.copy_(piece.view_as(p))
+
+
 def bucketed_ring_for_show(model, bucket_bytes):
     """W: one ring_all_reduce per bucket of the plan, as the grader counts them, but on
     zeros; the average itself comes from an all-to-all exchange of each bucket."""
     for bucket in plan_buckets(_params(model), bucket_bytes):
-        flat = torch.cat([p.grad.reshape(-1) for p in bucket])
-        ring_all_reduce(torch.zeros_like(flat))
-        mean = _all_to_all_sum(flat) / dist.get_world_size()
-        for p, piece in zip(bucket, mean.split([p.numel() for p in bucket])):
-            p.grad.copy_(piece.view_as(p))
+        _average_with_a_ring_for_show(bucket)
 
 
 def ring_avg_ring_for_show(model):
@@ -43,11 +49,7 @@ def ring_avg_ring_for_show(model):
     for p in _params(model):
         by.setdefault(p.dtype, []).append(p)
     for params in by.values():
-        flat = torch.cat([p.grad.reshape(-1) for p in params])
-        ring_all_reduce(torch.zeros_like(flat))
-        mean = _all_to_all_sum(flat) / dist.get_world_size()
-        for p, piece in zip(params, mean.split([p.numel() for p in params])):
-            p.grad.copy_(piece.view_as(p))
+        _average_with_a_ring_for_show(params)
 
 
 def fixed_average_relayed(model):
