@@ -95,16 +95,21 @@ def _named(values, world_size) -> str:
 def _subsets_problems(mine, method, rank, world_size) -> list[str]:
     """sums="subsets" (recursive doubling, halving-doubling: which partner comes first is
     free, so which sum goes to which peer is too, and how many ranks each adds up where
-    extra ranks fold in): every value sent adds up a set of ranks that holds the sender."""
+    extra ranks fold in): every value sent adds up a set of ranks that holds the sender and,
+    unless it is the finished sum (all ranks), not the receiver: a partner's data is added
+    where it lives, never sent back to it."""
+    everyone = 2 ** world_size - 1
     for op in (op for op in mine if op.kind == "send"):
         for v in op.values:
-            if v is not None and (v == 0 or (float(v).is_integer() and 0 < v < 2 ** world_size
-                                             and int(v) >> rank & 1)):
+            if v is not None and (v == 0 or (
+                    float(v).is_integer() and 0 < v <= everyone and int(v) >> rank & 1 and
+                    (v == everyone or op.peer is None or not int(v) >> op.peer & 1))):
                 continue
             return [f"rank {rank} sent rank {op.peer} other values than the method's partial "
                     f"sums: when every rank's data held 2**rank everywhere, a message held "
                     f"{_named([(v, op.dtype)], world_size) or 'many values'}; each message of "
-                    f"the method adds up rank {rank}'s own data and other ranks' "
+                    f"the method adds up rank {rank}'s own data and other ranks' (not rank "
+                    f"{op.peer}'s, until the sum is finished) "
                     f"({_why(method, rank, world_size)}). Send the running sums themselves, "
                     f"not a value worked out from them (negated, encoded, a difference from an "
                     f"earlier call)"]

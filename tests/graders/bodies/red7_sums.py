@@ -228,3 +228,29 @@ def ring_avg_predivided(model):
         for p, piece in zip(params, flat.split([p.grad.numel() for p in params])):
             p.grad.copy_(piece.view_as(p.grad))
     return None
+
+
+def doubling_combined_sent_back(tensor):
+    """WRONG (what travels): recursive doubling where, in each round, the lower rank of a pair
+    sends its running sum, and the upper one adds it and sends back the combined sum. Same
+    partners, one message each way of the same size per round, the same values at the end;
+    but the upper rank sends the lower one its own data back, which the method never does."""
+    flat, p = tensor.view(-1), dist.get_world_size()
+    if p == 1:
+        return tensor
+    q = 1 << (p.bit_length() - 1)
+    if _fold_in(flat, q):
+        rank, mask = dist.get_rank(), 1
+        while mask < q:
+            peer = rank ^ mask
+            if rank & mask:
+                incoming = torch.empty_like(flat)
+                dist.recv(incoming, peer)
+                flat.add_(incoming)
+                dist.send(flat, peer)
+            else:
+                dist.send(flat, peer)
+                dist.recv(flat, peer)
+            mask <<= 1
+    _fold_out(flat, q)
+    return tensor
