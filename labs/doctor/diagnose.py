@@ -15,6 +15,8 @@ SAME_ON_NCCL = "the same on NCCL"
 NCCL_SIZES = "NCCL does not compare sizes or dtypes: undefined (corrupt data or a hang)"
 NCCL_DEADLOCK = ("the same cycle on NCCL; NCCL may buffer a small send, so there it can pass "
                  "for small messages and hang for large ones")
+# A receive completes only when its send is posted: no buffer breaks a cycle of receives.
+NCCL_DEADLOCK_RECVS = "the same cycle on NCCL, at every size: a receive waits for its send"
 NCCL_SOURCE = "NVIDIA/nccl#479, #783 (an NCCL send may wait for its receive)"
 
 
@@ -72,7 +74,9 @@ def hang_findings(runs, outcome, pairs) -> tuple[list, set]:
         found.append(Finding(
             "deadlock", f"ranks {', '.join(map(str, cycle))} wait for each other", tuple(cycle),
             [_w(c) for c in calls], f"{words}: no rank reaches the call the next one waits "
-            f"for; {_how_stopped(outcome, calls)}", NCCL_DEADLOCK, NCCL_SOURCE))
+            f"for; {_how_stopped(outcome, calls)}",
+            NCCL_DEADLOCK_RECVS if all(c.kind == "recv" for c in calls) else NCCL_DEADLOCK,
+            NCCL_SOURCE))
     return found, explained
 
 

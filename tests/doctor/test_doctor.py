@@ -55,6 +55,16 @@ def test_deadlock_is_stopped_and_its_cycle_named():
     assert leftovers() == []
 
 
+def test_nccl_breaks_a_cycle_of_sends_at_most_never_one_of_receives():
+    """NCCL may buffer a small send (head to head can pass there), never a receive."""
+    sends = finding(doctor("head_to_head.py", 2), "deadlock", {0, 1})
+    receives = finding(doctor("receive_first.py", 3), "deadlock", {0, 1, 2},
+                       at("receive_first.py", "dist.recv(theirs"))
+    assert "can pass for small messages" in sends.nccl
+    assert "at every size: a receive waits for its send" in receives.nccl
+    assert leftovers() == []
+
+
 def test_gloo_timeout_ends_a_deadlock_that_is_still_named():
     report = doctor("head_to_head.py", 2, "2")
     f = finding(report, "deadlock", {0, 1}, at("head_to_head.py", "dist.send(mine"))
