@@ -91,6 +91,7 @@ def test_exchange_with_neighbours(impl, world_size):
 @pytest.mark.parametrize("world_size", WORLD_SIZES)
 def test_ring_shift(impl, world_size):
     ks = [1, 0, -1, 2, world_size, world_size + 1, -(world_size + 1), 3 * world_size - 1, 7, -6]
+    ks += [k for k in range(world_size) if k not in {j % world_size for j in ks}]  # every shift
     results = grade(ring_shift_worker, world_size, args=(impl, ks), what="ring_shift")
     check_p2p_only(results.trace, "ring_shift", builds="the shift")
     for i, k in enumerate(ks):

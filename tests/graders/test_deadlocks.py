@@ -9,22 +9,25 @@ from labs.harness.grading import (GradeFailure, call, check_close, check_fresh, 
                                   check_untouched, grade, implementation, in_case, p2p_ops,
                                   recording, seeded)
 
-CASES = [((10,), torch.float32), ((3, 4), torch.int64), ((), torch.float64),
+CASES = [((10,), torch.float32), ((3, 4), torch.int64), ((), torch.float64), ((0, 3), torch.int64),
          (((1 << 20) + 1,), torch.float32)]   # large: the method on every size
 # checked_exchange: what the odd rank of each pair passes, next to the even rank's tensor.
 # Each mismatch differs in one property only: "int64 as float64" and "float16 as
 # bfloat16" (element size, and kind too), bytes that mean something else; "one more
 # dimension" (6,) against (6, 1), the same elements in the same order.
 CHECKED = ["same", "same int64", "one element more", "float64", "transposed shape",
-           "int64 as float64", "float16 as bfloat16", "one more dimension"]
-# Every rank has a partner of the other parity: even world sizes, up to 8 (a body may
-# branch on the world size).
-PAIRED_WORLD_SIZES = [2, 4, 6, 8]
+           "int64 as float64", "float16 as bfloat16", "one more dimension",
+           "last two sizes swapped"]
+# Every world size up to 8 (a body may branch on the world size): with an odd one, the
+# last rank has no partner of the other parity and sits out.
+PAIRED_WORLD_SIZES = [2, 3, 4, 5, 6, 7, 8]
 
 
 def _pairings(rank, world_size):
     """Two pairings with different parities: rank ^ 1 (0-1, 2-3) and, with 4 ranks,
-    (1-2, 3-0)."""
+    (1-2, 3-0). An odd world size: rank ^ 1 only, the last rank in none."""
+    if world_size % 2:
+        return [rank ^ 1] if rank ^ 1 < world_size else []
     second = (rank + (1 if rank % 2 else -1)) % world_size
     return [rank ^ 1, second]
 
@@ -37,7 +40,9 @@ def _checked_tensor(rank, case):
                     "transposed shape": ((3, 2) if odd else (2, 3), torch.float32),
                     "int64 as float64": ((5,), torch.int64 if odd else torch.float64),
                     "float16 as bfloat16": ((5,), torch.float16 if odd else torch.bfloat16),
-                    "one more dimension": ((6, 1) if odd else (6,), torch.float32)}[case]
+                    "one more dimension": ((6, 1) if odd else (6,), torch.float32),
+                    "last two sizes swapped": ((2, 4, 3) if odd else (2, 3, 4),
+                                               torch.float32)}[case]
     return seeded(rank, shape, dtype, CHECKED.index(case))
 
 
@@ -90,6 +95,8 @@ def test_exchange_parity_ordered(impl, world_size):
                     what="exchange_parity_ordered")
     _check_exchanges(results, world_size, "exchange_parity_ordered")
     for rank in range(world_size):
+        if not _pairings(rank, world_size):
+            continue                    # the rank that sits out
         ops = [e.op for e in sorted(p2p_ops(results.trace, rank), key=lambda e: e.t_post)]
         expected = (["send", "recv"] if rank % 2 == 0 else ["recv", "send"]) * (len(ops) // 2)
         if ops != expected or not ops:

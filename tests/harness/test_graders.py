@@ -339,7 +339,7 @@ WRONG += [
     (test_ring.test_ring_all_reduce, 3, "roads:ring_dummy_then_rebuilt",
      ("is wrong at", "the same values when")),
     (test_ring.test_ring_all_reduce, 2, "roads:ring_dummy_then_rebuilt_from_graders",
-     "asked the graders for their inputs"),
+     ("asked the graders for their inputs", "never the machinery that grades it")),
     (test_gradients.test_average_gradients_ring, 2, "styles:ring_avg_then_step",
      "changed the parameters of `model`"),
 ]
@@ -756,6 +756,58 @@ WRONG += [
 ]
 RIGHT += [
     (test_snippets.test_fixed_average_gradients, 4, R8 + "fixed_average_peers_descending"),
+]
+
+# Twelfth round, a red team (tests/graders/bodies/red9_early.py, red9_late.py): torch's
+# switches that take a call or a product out of the record's sight, or the grader patched
+# (private.py); a send buffer written and put back in flight, a receive buffer read through
+# numpy (the record); every shift, odd world sizes, zero-size tensors, 3-d shapes, more rounds
+# than a pool of buffers; global settings, training flags; a bare assert (a clean message).
+E9, L9 = "red9_early:", "red9_late:"
+PRIVATE = "never the machinery that grades it"
+WRONG += [
+    (test_waiting.test_overlapped_step, 2, E9 + "step_hidden_product_first", PRIVATE),
+    (test_waiting.test_overlapped_step, 3, E9 + "step_hidden_product_after_wait", PRIVATE),
+    (test_snippets.test_fixed_average_gradients, 2, E9 + "average_hidden_all_reduce", PRIVATE),
+    (test_snippets.test_fixed_average_gradients, 2, E9 + "average_via_shared_file", PRIVATE),
+    (test_waiting.test_safe_ring_shift, 3, E9 + "shift_tampers_with_grader", PRIVATE),
+    (test_waiting.test_safe_ring_shift, 3, E9 + "shift_flips_send_in_flight",
+     "its send buffer was written (neg_) before the send was waited"),
+    (test_batching.test_exchange_with_neighbours, 3, E9 + "neighbours_flips_send_in_flight",
+     "its send buffer was written"),
+    (test_waiting.test_safe_ring_shift, 3, E9 + "shift_reads_before_wait",
+     "its receive buffer was read (numpy) before the receive was waited"),
+    (test_deadlocks.test_exchange_batched, 2, E9 + "batched_reads_before_wait",
+     "its receive buffer was read (numpy)"),
+    (test_snippets.test_fixed_average_gradients, 3, E9 + "average_reads_before_wait",
+     "its receive buffer was read (numpy)"),
+    (test_batching.test_ring_shift, 8, E9 + "ring_shift_relays_long_shifts", PARTNERS),
+    (test_deadlocks.test_checked_exchange, 2, E9 + "checked_partial_shape",
+     "(2, 4, 3) torch.float32: returned instead of raising ValueError"),
+    (test_p2p.test_ping_pong, 2, E9 + "ping_pong_pool_of_four", "the same memory twice"),
+    (test_waiting.test_safe_ring_shift, 4, E9 + "shift_empty_shortcut",
+     "expected shape (0, 2)"),
+    (test_deadlocks.test_exchange_batched, 3, E9 + "batched_head_to_head_at_odd_world", HUNG),
+    (test_gradients.test_average_gradients_all_to_all, 3, L9 + "a2a_sets_deterministic",
+     "left torch's global settings changed (torch.use_deterministic_algorithms)"),
+    (test_gradients.test_average_gradients_ring, 3, L9 + "ring_avg_unfreezes",
+     "a parameter's requires_grad"),
+    (test_ring.test_ring_all_reduce, 2, L9 + "ring_bare_assert",
+     "raised AssertionError: (no message)"),
+]
+RIGHT += [
+    (test_batching.test_all_pairs_exchange, 3, E9 + "all_pairs_zero_dim_lengths"),
+    (test_batching.test_all_pairs_exchange, 4, E9 + "all_pairs_lengths_in_one_tensor"),
+    (test_waiting.test_overlapped_step, 3, E9 + "step_tensordot"),
+    (test_waiting.test_overlapped_step, 2, E9 + "step_product_in_thread"),
+    (test_p2p.test_ping_pong, 3, E9 + "ping_pong_rank1_preposts"),
+    (test_snippets.test_fixed_average_gradients, 3, E9 + "average_into_flat_views"),
+    (test_snippets.test_fixed_average_gradients, 3, E9 + "average_waits_receives_then_sends"),
+    (test_deadlocks.test_checked_exchange, 4, E9 + "checked_equal_meta"),
+    (test_ring.test_ring_all_reduce, 7, L9 + "ring_strided_chunks"),
+    (test_algorithms.test_halving_doubling_all_reduce, 6, L9 + "halving_gather_via_scratch"),
+    (test_collectives.test_p2p_all_gather, 4, L9 + "all_gather_sends_input_first"),
+    (test_collectives.test_p2p_all_to_all, 8, L9 + "all_to_all_skips_empty"),
 ]
 
 # Lesson 12's script exercise, graded through the doctor: clean is not enough, the method is

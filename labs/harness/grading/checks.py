@@ -105,8 +105,9 @@ def non_contiguous_case(fn, rank, *, what, seed=999):
         except Exception as exc:  # noqa: BLE001 - the contract may refuse it: how?
             if "contiguous" in str(exc):
                 return []
+            said = (str(exc).splitlines() or ["(no message)"])[0][:120]
             return [f"{what}, a tensor that is not contiguous: rank {rank} raised "
-                    f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}; sum it through "
+                    f"{type(exc).__name__}: {said}; sum it through "
                     f"a contiguous copy written back, or refuse it with an error that says "
                     f"it must be contiguous"]
     try:

@@ -43,6 +43,7 @@ from labs.harness.grading.compare import (Method, contents_problems, differences
                                            moved_before_refusing, relay_problems)
 from labs.harness.grading.methods import METHODS
 from labs.harness.grading.order import order_problems
+from labs.harness.grading.private import private_names
 from labs.harness.grading.record import forbidding, install, outstanding, record
 from labs.harness.grading.run import GradeFailure
 from labs.harness.grading.sums import probe_args, sums_problems
@@ -111,10 +112,14 @@ class GradedBody:
         self._probed = False             # called twice on the same inputs yet (once a launch)
         self._reference_drew = False     # the reference's last call drew random numbers
         self._reference_out = None       # what the reference's last call returned (or wrote)
+        self._private = None             # private names its code uses (private.py), once
 
     def __call__(self, *args, **kwargs):
         if not dist.is_initialized():
             return self.body(*args, **kwargs)
+        if self._private is None:
+            self._private = private_names(self.body)
+        self._raise_if(self._private)
         DIGESTS.append(self.method.contents or self.method.relays)   # hash each send, if compared
         try:
             return self._graded(args, kwargs)

@@ -48,6 +48,7 @@ class _InFlight:
     sent: list = field(default_factory=list)       # (tensor, its values at post)
     received: list = field(default_factory=list)   # (tensor, its version at post)
     buffers: list = field(default_factory=list)    # a receive's tensors (views too)
+    sending: list = field(default_factory=list)    # a send's tensors (views too)
     event: object = None        # its timeline event, if the record put it there
 
 
@@ -175,21 +176,55 @@ _NO_DATA = frozenset({"empty_like", "zeros_like", "ones_like", "full_like", "new
                       "is_same_size", "_has_compatible_shallow_copy_type"})
 
 
+def _written(func, args, kwargs) -> list:
+    """The tensors an op writes: its arguments the schema marks as written (Tensor(a!))."""
+    out = []
+    for i, arg in enumerate(func._schema.arguments):
+        if arg.alias_info is not None and arg.alias_info.is_write:
+            out += _tensors(args[i] if i < len(args) else (kwargs or {}).get(arg.name))
+    return out
+
+
 def _used_in_flight(func, args, kwargs):
-    """A computation that reads (or writes) a receive's buffer before its wait: the data may
-    not be there yet, and on gloo it usually is, so only the record can tell."""
+    """A computation that reads (or writes) a receive's buffer, or writes a send's buffer,
+    before its wait: the data may not be there yet, or gloo may read what was written (even
+    a write undone before the wait), and on gloo it usually works, so only the record can
+    tell."""
     if not _WORKS or _CHECKING or func.is_view or func._opname in _NO_DATA:
         return
     name = func._opname
     flights = [flight for _, flight in list(_WORKS.values())
-               if flight.buffers and not flight.op.changed_in_flight]
+               if (flight.buffers or flight.sending) and not flight.op.changed_in_flight]
     if not flights:
         return
     used = _tensors(list(args) + list((kwargs or {}).values()))
+    written = _written(func, args, kwargs) if any(f.sending for f in flights) else []
     for flight in flights:
         if any(overlap(t, b) for t in used for b in flight.buffers):
             flight.op.changed_in_flight = (f"its receive buffer was used ({name}) before the "
                                            f"receive was waited")
+        elif any(overlap(t, b) for t in written for b in flight.sending):
+            flight.op.changed_in_flight = (f"its send buffer was written ({name}) before the "
+                                           f"send was waited")
+
+
+def _read_outside_torch(tensor, how):
+    """A receive's buffer read through numpy or tolist() (no torch op, so the dispatcher
+    never sees it) before its wait."""
+    if not _WORKS or _CHECKING or not _ACTIVE:
+        return
+    for _, flight in list(_WORKS.values()):
+        if not flight.op.changed_in_flight and any(overlap(tensor, b) for b in flight.buffers):
+            flight.op.changed_in_flight = (f"its receive buffer was read ({how}) before the "
+                                           f"receive was waited")
+
+
+def _reading(how, original):
+    def method(self, *args, **kwargs):
+        _read_outside_torch(self, how)
+        return original(self, *args, **kwargs)
+    method.__name__ = how
+    return method
 
 
 def _trace(op, blocking):
@@ -222,6 +257,7 @@ def _watch(work, op, args, event=None):
     tensors = _tensors(args[0])
     if op.kind == "send":           # in __torch_dispatch__: the record's own clones pass by
         flight.sent = [(t, t.detach().clone()) for t in tensors]
+        flight.sending = [t for t in tensors if t.numel()]
     elif op.kind == "recv":
         # A view shares its version counter with the rest of its base: only whole tensors
         # tell us for sure that the receive buffer itself was written.
@@ -349,12 +385,17 @@ def _start_new_thread(function, args, kwargs=None):
 
 
 def install() -> None:
-    """Patch Work.wait, Work.is_completed, Thread.start and _thread.start_new_thread
-    (idempotent). Free until a record is open."""
+    """Patch Work.wait, Work.is_completed, Thread.start, _thread.start_new_thread and
+    Tensor.numpy / Tensor.tolist (idempotent). Free until a record is open."""
     c10d_C.Work.wait = _wait
     c10d_C.Work.is_completed = _is_completed
     threading.Thread.start = _start
     _thread.start_new_thread = _start_new_thread
+    for how in ("numpy", "tolist"):
+        if not getattr(getattr(torch.Tensor, how), "_in_flight_check", False):
+            method = _reading(how, getattr(torch.Tensor, how))
+            method._in_flight_check = True
+            setattr(torch.Tensor, how, method)
 
 
 @contextlib.contextmanager

@@ -111,19 +111,32 @@ def grads_problems(args, writes, names, overlap) -> list[str]:
     return []
 
 
+def switches() -> dict:
+    """torch's process-wide settings a call could leave changed for the caller's training."""
+    return {"torch.use_deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+            "torch.set_default_dtype": torch.get_default_dtype(),
+            "torch.set_grad_enabled": torch.is_grad_enabled(),
+            "torch.set_num_threads": torch.get_num_threads(),
+            "torch.set_float32_matmul_precision": torch.get_float32_matmul_precision(),
+            "torch.autograd.set_detect_anomaly": torch.is_anomaly_enabled()}
+
+
 def state(args) -> tuple:
-    """What a call must leave as it found it: the global random generator, and the hooks of
-    every module and parameter among the arguments."""
-    hooks = []
+    """What a call must leave as it found it: the global random generator, torch's global
+    switches, and, of every module and parameter among the arguments, the hooks, the
+    training mode and which parameters require gradients."""
+    hooks, flags = [], []
     for module in (a for a in args if isinstance(a, torch.nn.Module)):
         for m in module.modules():
             hooks += [len(getattr(m, kind, None) or {}) for kind in (
                 "_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
                 "_backward_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks")]
+            flags.append(m.training)
         for p in module.parameters():
             hooks += [len(p._backward_hooks or {}),
                       len(getattr(p, "_post_accumulate_grad_hooks", None) or {})]
-    return torch.get_rng_state(), hooks
+            flags.append(p.requires_grad)
+    return torch.get_rng_state(), hooks, flags, switches()
 
 
 def state_problems(before, after, reference_drew, rank) -> list[str]:
@@ -137,6 +150,15 @@ def state_problems(before, after, reference_drew, rank) -> list[str]:
     if before[1] != after[1]:
         problems.append(f"rank {rank} left a hook on a module or parameter it was given: the "
                         f"call must leave the model as it found it, except its .grad")
+    if before[2] != after[2]:
+        problems.append(f"rank {rank} changed a module's training mode or a parameter's "
+                        f"requires_grad: the call must leave the model as it found it, "
+                        f"except its .grad")
+    changed = [name for name, value in before[3].items() if after[3][name] != value]
+    if changed:
+        problems.append(f"rank {rank} left torch's global settings changed ({', '.join(changed)}):"
+                        f" the caller's training runs with them next; set them back before "
+                        f"returning, or do without")
     return problems
 
 
