@@ -19,7 +19,7 @@ from labs.harness.grading import (GradeFailure, call, check_close, check_fresh, 
 # (shape, dtype) cases every grader launch runs one after the other in the same workers.
 CASES = [((16,), torch.float32), ((2, 3), torch.int64), ((5,), torch.float64), ((), torch.float32)]
 # pass_token also on a large token (the method on every size).
-TOKEN_CASES = CASES + [((0,), torch.float64), (((1 << 20) + 1,), torch.float32)]
+TOKEN_CASES = CASES + [(((1 << 20) + 1,), torch.float32)]
 
 
 def _case(shape, dtype):
@@ -44,8 +44,10 @@ class Tags:
 
 # ping_pong: per case, a number of rounds: a body that ignores `rounds` is wrong somewhere,
 # and one that bounces once, or leaves a receive posted, when there are none too.
-PING_CASES = CASES + [((3,), torch.float32), ((0, 2), torch.int64)]
-ROUNDS = [3, 1, 9, 2, 0, 2]     # 9: more rounds than a small pool of reused buffers
+# No zero-size tensor here: the lesson allows a receive from any source, and gloo refuses
+# one into an empty buffer ("enforce fail ... offset < this->size. 0 vs 0", torch 2.13).
+PING_CASES = CASES + [((3,), torch.float32)]
+ROUNDS = [3, 1, 9, 2, 0]     # 9: more rounds than a small pool of reused buffers
 PROBE_ROUNDS = 3
 PROBE_SLEEP = 0.04      # the probe's pause before reply r is (r + 1) * PROBE_SLEEP: a round
 # trip lasts longer, and each round's time differs from the next by one pause ...
