@@ -794,6 +794,8 @@ WRONG += [
      "a parameter's requires_grad"),
     (test_ring.test_ring_all_reduce, 2, L9 + "ring_bare_assert",
      "raised AssertionError: (no message)"),
+    # a cache for large tensors only: the call-again probe runs on the largest cases too
+    (test_ring.test_ring_all_reduce, 3, L9 + "ring_memo_large", "the same values when"),
 ]
 RIGHT += [
     (test_batching.test_all_pairs_exchange, 3, E9 + "all_pairs_zero_dim_lengths"),

@@ -109,7 +109,7 @@ class GradedBody:
         self.__name__ = getattr(body, "__name__", name)
         self.__wrapped__ = body          # inspect.signature sees the body's parameters
         self._earlier: list = []         # (result, its values when returned) of earlier calls
-        self._probed = False             # called twice on the same inputs yet (once a launch)
+        self._probed = -1                # bytes of the largest call probed (-1: none yet)
         self._reference_drew = False     # the reference's last call drew random numbers
         self._reference_out = None       # what the reference's last call returned (or wrote)
         self._private = None             # private names its code uses (private.py), once
@@ -127,7 +127,7 @@ class GradedBody:
             DIGESTS.pop()
 
     def _graded(self, args, kwargs):
-        again = self._again(args, kwargs) if self._probes() else None
+        again = self._again(args, kwargs) if self._probes(args) else None
         expected, refused = self._reference_ops(args, kwargs)
         first_reference = self._reference_out      # what the reference returned (or wrote)
         with torch._C.DisableTorchFunctionSubclass():
@@ -186,14 +186,20 @@ class GradedBody:
                 for t in (tensors(a) if i not in self.method.writes else
                           [p.data for p in _parameters(a)])]
 
-    def _probes(self) -> bool:
+    def _probes(self, args) -> bool:
         """Call the body again after this call? Every call that returns new tensors (a
-        buffer kept for some cases only shows in those cases), once a launch otherwise."""
+        buffer kept for some cases only shows in those cases); otherwise the first call of a
+        launch, and one of at least 1 MiB larger than any probed (a cache kept for large
+        tensors only shows on them)."""
+        size = sum(t.nbytes for t in tensors(args))
+        first_or_larger = self._probed < 0 or (size >= 1 << 20 and size > self._probed)
+        if first_or_larger:
+            self._probed = max(self._probed, size)
         if self.method.returns_requests:    # what it returns: kept by the body after?
-            return not self._probed
+            return first_or_larger
         if self.method.returns == "nothing":     # what it wrote may be a buffer it keeps
-            return bool(self.method.writes) and not self._probed
-        return self.method.returns in ("fresh", "any") or not self._probed
+            return bool(self.method.writes) and first_or_larger
+        return self.method.returns in ("fresh", "any") or first_or_larger
 
     @staticmethod
     def _raise_if(problems):
@@ -207,7 +213,6 @@ class GradedBody:
         and returned follows the new inputs (`_contents_again`, `_stale`), and that the second
         call's results (and gradients) die with the caller's references: not a buffer (or
         list) the body keeps and reuses, whether the next call or a later one overwrites it."""
-        self._probed = True
         requests = self.method.returns_requests     # the first call's are still in flight
         with torch._C.DisableTorchFunctionSubclass():
             values = [] if requests else [t.detach().clone() for t in written(kept)]
