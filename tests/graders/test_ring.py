@@ -200,6 +200,27 @@ def check_pipelined(events, what, *, rank):
             f"received one at a time): a pipeline keeps the next segment on the wire while it "
             f"adds this one. Post the receives first (the hint: all of them, in step order), "
             f"then wait for each in turn")
+    _check_forwards_with_next_on_the_wire(events, what, rank=rank, receives=len(receives))
+
+
+def _check_forwards_with_next_on_the_wire(events, what, *, rank, receives):
+    """Not only once: whenever this rank forwards a segment (a send after its first wait)
+    while receives are still to come, the next one is already posted."""
+    in_flight, posted, waited_once = set(), 0, False
+    for e in sorted((e for e in events if e.rank == rank), key=lambda e: e.seq):
+        if e.op in ("recv", "irecv"):
+            posted += 1
+            if e.op == "irecv":
+                in_flight.add(e.seq)
+        elif e.op == "wait":
+            waited_once = waited_once or e.waits_for in in_flight
+            in_flight.discard(e.waits_for)
+        elif e.op in ("send", "isend") and waited_once and posted < receives and not in_flight:
+            raise GradeFailure(
+                f"{what}: rank {rank} forwarded a segment ({e.describe()}) with no receive "
+                f"posted for the next one ({posted} of its {receives} posted): the pipeline "
+                f"keeps the next segment on the wire while it adds and forwards this one. "
+                f"Post the receives first (the hint: all of them, in step order)")
 
 
 def _reference(rank, dtype, shape, seed):

@@ -796,6 +796,9 @@ WRONG += [
      "raised AssertionError: (no message)"),
     # a cache for large tensors only: the call-again probe runs on the largest cases too
     (test_ring.test_ring_all_reduce, 3, L9 + "ring_memo_large", "the same values when"),
+    # two receives in flight once, then one segment at a time
+    (test_ring.test_pipelined_ring_all_reduce, 3, L9 + "pipelined_prefetch_once",
+     "with no receive posted for the next one"),
 ]
 RIGHT += [
     (test_batching.test_all_pairs_exchange, 3, E9 + "all_pairs_zero_dim_lengths"),
