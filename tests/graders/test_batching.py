@@ -10,7 +10,8 @@ from labs.harness.grading import (GradeFailure, call, check_batched, check_close
 
 # (shape, dtype) cases every grader launch runs one after the other in the same workers.
 CASES = [((4,), torch.float32), ((2, 3), torch.int64), ((5,), torch.float64),
-         ((3,), torch.float16), ((0,), torch.float32),
+         ((3,), torch.float16), ((0,), torch.float32), ((6,), torch.bool),
+         ((2, 2), torch.bfloat16),
          (((1 << 20) + 1,), torch.float32)]    # large: the method on every size
 ALL_PAIRS_DTYPES = (torch.float32, torch.int64, torch.float64, torch.float32)
 LARGE_CHUNKS = 3                # the case whose chunks are large (the method on every size)
@@ -92,6 +93,7 @@ def test_exchange_with_neighbours(impl, world_size):
 def test_ring_shift(impl, world_size):
     ks = [1, 0, -1, 2, world_size, world_size + 1, -(world_size + 1), 3 * world_size - 1, 7, -6]
     ks += [k for k in range(world_size) if k not in {j % world_size for j in ks}]  # every shift
+    ks += [-world_size] * len(CASES)     # and every case once with a whole turn (a copy)
     results = grade(ring_shift_worker, world_size, args=(impl, ks), what="ring_shift")
     check_p2p_only(results.trace, "ring_shift", builds="the shift")
     for i, k in enumerate(ks):

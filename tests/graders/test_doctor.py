@@ -63,15 +63,21 @@ def _method_problems(report, world_size) -> list[str]:
             continue
         neighbours = sorted({(rank - 1) % world_size, (rank + 1) % world_size})
         for kind in ("send", "recv"):
-            per_peer = {p: sum(c.numel for c in calls if c.kind == kind and c.peer == p)
+            # messages, not values: a deeper halo sent once holds as many values
+            per_peer = {p: sum(1 for c in calls if c.kind == kind and c.peer == p)
                         for p in neighbours}
+            wide = [c for c in calls if c.kind == kind and c.numel != 1]
             want = STEPS * (2 if len(neighbours) == 1 else 1)
             strangers = sorted({c.peer for c in calls if c.kind == kind} - set(neighbours),
                                key=str)
-            if strangers or any(n != want for n in per_peer.values()):
+            if wide:
+                problems.append(f"rank {rank}: {wide[0].describe()}; the method: one edge "
+                                f"value per message, one message each way per neighbour per "
+                                f"step ({STEPS} steps)")
+            elif strangers or any(n != want for n in per_peer.values()):
                 verb = "sent to" if kind == "send" else "received from"
                 got = ", ".join(f"rank {p}: {n}" for p, n in per_peer.items())
-                problems.append(f"rank {rank} {verb} its neighbours {got} value(s)"
+                problems.append(f"rank {rank} {verb} its neighbours {got} message(s)"
                                 f"{' and ranks ' + str(strangers) if strangers else ''}; the "
                                 f"method: one edge value each way per neighbour per step "
                                 f"({STEPS} steps)")

@@ -815,12 +815,45 @@ RIGHT += [
     (test_collectives.test_p2p_all_to_all, 8, L9 + "all_to_all_skips_empty"),
 ]
 
+# Thirteenth round, a red team (tests/graders/bodies/red10.py): a receive buffer read
+# through DLPack or its address, global settings (autocast, Python's and numpy's generators,
+# a process-wide module hook), an alias made with _make_subclass, a bool tensor turned int64
+# by a whole turn; and a halo exchanged once, three deep (scripts/halo_deep_once.py).
+T10 = "red10:"
+WRONG += [
+    (test_waiting.test_safe_ring_shift, 2, T10 + "shift_read_via_dlpack",
+     "its receive buffer was read (__dlpack__)"),
+    (test_waiting.test_safe_ring_shift, 2, T10 + "shift_read_via_ctypes",
+     "its receive buffer was read (data_ptr)"),
+    (test_waiting.test_safe_ring_shift, 2, T10 + "shift_autocast_left_on", "(torch.autocast)"),
+    (test_gradients.test_average_gradients_all_to_all, 2, T10 + "average_all_to_all_global_hook",
+     "a global module hook"),
+    (test_gradients.test_average_gradients_all_to_all, 2, T10 + "average_all_to_all_python_seed",
+     "random (Python's generator)"),
+    (test_waiting.test_overlapped_step, 2, T10 + "step_compute_first_make_subclass", PRIVATE),
+    (test_batching.test_ring_shift, 2, T10 + "ring_shift_copy_plus_zero",
+     "expected shape (6,) torch.bool"),
+    (test_doctor.test_halo_exchange, 2, "scripts:halo_deep_once", "one edge value per message"),
+]
+RIGHT += [
+    (test_waiting.test_safe_ring_shift, 4, T10 + "shift_loose_recv_first"),
+    (test_patterns.test_neighbour_exchange_head_to_head, "bfloat16", T10 + "fwd_exchange_flat"),
+    (test_patterns.test_rotate_kv, 4, T10 + "rotate_kv_recv_first"),
+    (test_patterns.test_rotate_kv, 3, T10 + "rotate_kv_synchronize"),
+    (test_batching.test_ring_shift, 5, T10 + "ring_shift_recv_first"),
+    (test_deadlocks.test_exchange_parity_ordered, 4, T10 + "parity_ordered_keywords"),
+    (test_waiting.test_overlapped_step, 3, T10 + "step_einsum"),
+    (test_algorithms.test_tree_broadcast, 6, T10 + "tree_broadcast_children_together"),
+    (test_algorithms.test_tree_broadcast, 5, T10 + "tree_broadcast_recursive"),
+]
+
 # Lesson 12's script exercise, graded through the doctor: clean is not enough, the method is
 # point to point, one edge value each way per neighbour per step.
 WRONG += [
     (test_doctor.test_halo_exchange, 3, "scripts:halo_all_gather", "called all_gather"),
     (test_doctor.test_halo_exchange, 3, "scripts:halo_computed_locally", "sent to its neighbours"),
-    (test_doctor.test_halo_exchange, 2, "scripts:halo_whole_tensors", "sent to its neighbours"),
+    (test_doctor.test_halo_exchange, 2, "scripts:halo_whole_tensors",
+     ("sent to its neighbours", "one edge value per message")),
 ]
 RIGHT += [(test_doctor.test_halo_exchange, 3, "scripts:halo_two_batches")]
 

@@ -21,6 +21,8 @@ _HIDING = {
     "DisableTorchFunctionSubclass": "DisableTorchFunctionSubclass (it hides compute from the "
                                     "grader)",
     "_VariableFunctions": "torch._VariableFunctions (torch's C functions, unguarded)",
+    "_DisableTorchDispatch": "_DisableTorchDispatch (it turns the record's mode off)",
+    "_make_subclass": "Tensor._make_subclass (an alias the grader's watch does not see)",
 }
 _MACHINERY = ("labs.harness.grading", "tests.graders.test_")   # borrowing solutions/: callers.py
 

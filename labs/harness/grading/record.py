@@ -209,9 +209,9 @@ def _used_in_flight(func, args, kwargs):
 
 
 def _read_outside_torch(tensor, how):
-    """A receive's buffer read through numpy or tolist() (no torch op, so the dispatcher
-    never sees it) before its wait."""
-    if not _WORKS or _CHECKING or not _ACTIVE:
+    """A receive's buffer read through numpy, tolist(), DLPack or its address (no torch op,
+    so the dispatcher never sees it) by the body before its wait."""
+    if not _WORKS or _CHECKING or not _ACTIVE or not callers.by_the_body(2):
         return
     for _, flight in list(_WORKS.values()):
         if not flight.op.changed_in_flight and any(overlap(tensor, b) for b in flight.buffers):
@@ -386,12 +386,12 @@ def _start_new_thread(function, args, kwargs=None):
 
 def install() -> None:
     """Patch Work.wait, Work.is_completed, Thread.start, _thread.start_new_thread and
-    Tensor.numpy / Tensor.tolist (idempotent). Free until a record is open."""
+    Tensor's ways to memory outside torch (idempotent). Free until a record is open."""
     c10d_C.Work.wait = _wait
     c10d_C.Work.is_completed = _is_completed
     threading.Thread.start = _start
     _thread.start_new_thread = _start_new_thread
-    for how in ("numpy", "tolist"):
+    for how in ("numpy", "tolist", "__dlpack__", "data_ptr"):
         if not getattr(getattr(torch.Tensor, how), "_in_flight_check", False):
             method = _reading(how, getattr(torch.Tensor, how))
             method._in_flight_check = True

@@ -3,7 +3,9 @@ writes, the modules' hooks, the random generator. Helpers of graded.py (GradedBo
 from __future__ import annotations
 
 import copy
+import random
 
+import numpy
 import torch
 import torch.distributed as dist
 
@@ -112,8 +114,17 @@ def grads_problems(args, writes, names, overlap) -> list[str]:
 
 
 def switches() -> dict:
-    """torch's process-wide settings a call could leave changed for the caller's training."""
-    return {"torch.use_deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+    """torch's process-wide settings a call could leave changed for the caller's training,
+    and Python's and numpy's random generators."""
+    hooks = torch.nn.modules.module
+    return {"random (Python's generator)": random.getstate(),
+            "numpy.random": numpy.random.get_state()[1].tobytes(),
+            "torch.autocast": (torch.is_autocast_enabled("cpu"),
+                               torch.get_autocast_dtype("cpu")),
+            "a global module hook (torch.nn.modules.module.register_module_*)": [len(d) for d in (
+                hooks._global_forward_hooks, hooks._global_forward_pre_hooks,
+                hooks._global_backward_hooks, hooks._global_backward_pre_hooks)],
+            "torch.use_deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
             "torch.set_default_dtype": torch.get_default_dtype(),
             "torch.set_grad_enabled": torch.is_grad_enabled(),
             "torch.set_num_threads": torch.get_num_threads(),
