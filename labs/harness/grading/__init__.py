@@ -29,9 +29,9 @@ lesson's own points (one batch, overlap) from the timeline trace. In order of us
       check_messages, check_peers, check_overlap      #   trace (method.py)
 
 Every check raises GradeFailure with a message that says what was wrong: which case, which
-rank, expected vs got, and what the lesson expected. A deadlock is reported as "hung" a few
-seconds after it happens (hang_seconds: HANG_SECONDS, more when ranks share cores), with what
-each rank was blocked in. `make check`
+rank, expected vs got, and what the lesson expected. A deadlock is reported as "hung" once
+every rank has sat waiting for HANG_SECONDS with nothing moving, with what each rank was
+blocked in. `make check`
 grades your code in labs/ (`--impl=labs`); CI grades solutions/. `make mutants` proves the
 graders on wrong bodies generated from the references (tests/mutation.py).
 """
@@ -43,12 +43,12 @@ from labs.harness.grading.method import (check_batched, check_messages, check_on
                                          check_overlap, check_p2p_only, check_peers,
                                          p2p_ops)
 from labs.harness.grading.graded import implementation
-from labs.harness.grading.run import HANG_SECONDS, GradeFailure, fail_if_any, grade, hang_seconds
+from labs.harness.grading.run import HANG_SECONDS, GradeFailure, fail_if_any, grade
 from labs.harness.grading.inputs import seeded
 
 __all__ = ["WATCHED_LABEL", "Call", "call", "in_case", "recording", "seeded", "watched", "check_close",
            "check_filled", "check_fresh", "non_contiguous_case", "check_returned_input", "check_untouched",
            "check_same_on_every_rank",
            "check_batched", "check_messages", "check_one_batch", "check_overlap",
-           "check_p2p_only", "check_peers", "p2p_ops", "HANG_SECONDS", "hang_seconds",
+           "check_p2p_only", "check_peers", "p2p_ops", "HANG_SECONDS",
            "GradeFailure", "fail_if_any", "grade", "implementation"]

@@ -315,12 +315,16 @@ def _wait(self, *args, **kwargs):
     op = op_of(self) if _LISTENERS else None
     if op is not None:
         _notify("wait", op)
+    tracing.TRACER.raw_waits += 1      # launch's stuck_after: this rank sits in a wait
     try:
         result = _original_wait(self, *args, **kwargs)
     except Exception as error:
         if op is not None:
             _notify("wait_failed", op, error=f"{type(error).__name__}: {error}")
         raise
+    finally:
+        tracing.TRACER.raw_waits -= 1
+        tracing.TRACER.raw_waits_done += 1
     _done(self, waited=True)
     if op is not None:
         _notify("waited", op, work=self)

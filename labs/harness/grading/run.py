@@ -3,28 +3,20 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import os
 import re
 
 from labs import HangError, WorkerError, launch
 from labs.harness.ranks.exercises import SOLUTIONS_ENV
 
-# gloo's own timeout for every send, receive and wait in a grader's workers: a deadlock is
-# reported this many seconds after it happens, not when the launch deadline passes...
-HANG_SECONDS = 4.0
-# ...while every rank has a core; up to this when ranks share cores (hang_seconds): a
-# deadlock is still reported in under 10 s.
-MAX_HANG_SECONDS = 8.0
-
-
-def hang_seconds(world_size: int) -> float:
-    """gloo's timeout for a grader's launch of `world_size` ranks. gloo can only time a wait,
-    not tell a deadlock from a peer that is still computing; with more ranks than cores
-    (and pytest-xdist's graders side by side) each rank computes that many times slower
-    between two messages, so the wait that means "stuck" is that many times longer."""
-    side_by_side = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    per_core = world_size * side_by_side / (os.cpu_count() or 1)
-    return min(MAX_HANG_SECONDS, HANG_SECONDS * max(1.0, per_core))
+# A deadlock is reported once every rank still running has sat waiting in a
+# torch.distributed call this long with nothing posted or completed (launch's stuck_after):
+# told from a slow peer by what the ranks do, not by a clock, so a loaded machine cannot
+# fake one (a rank that computes, however slowly, is not waiting).
+HANG_SECONDS = 3.0
+# gloo's own per-op timeout stays as a backstop, for a hang the ranks' status cannot see (a
+# rank blocked outside torch.distributed while its peers wait). gloo can only time one wait,
+# so it must be long enough for a peer to compute that long on a loaded machine.
+BACKSTOP_SECONDS = 20.0
 # The exercises the running grader test grades (tests/conftest.py sets it from the test's
 # name or its `grades` marker): an unsolved one of these is "not started"; any other
 # unsolved exercise the body calls is a dependency ("waiting").
@@ -72,12 +64,15 @@ def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
     "not implemented yet" if this test grades it (`grading(...)`, set by tests/conftest.py;
     outside a test, the exercise named by `what`, a word of it, never a part of a word);
     any other is a dependency to solve first (GradeFailure kind "not_started" / "waiting").
-    pg_timeout: gloo's timeout, hang_seconds(world_size) unless given.
+    A deadlock is reported HANG_SECONDS after every rank sits waiting (stuck_after);
+    pg_timeout: gloo's timeout, the backstop (BACKSTOP_SECONDS, within `timeout`) unless given.
     """
-    pg_timeout = hang_seconds(world_size) if pg_timeout is None else pg_timeout
+    if pg_timeout is None:
+        pg_timeout = min(BACKSTOP_SECONDS, 0.75 * timeout)
     try:
         return launch(worker, world_size, args=args, timeout=timeout, quiet=True,
-                      pg_timeout=pg_timeout, env={SOLUTIONS_ENV: "0"}, **kwargs)
+                      pg_timeout=pg_timeout, env={SOLUTIONS_ENV: "0"},
+                      stuck_after=HANG_SECONDS, **kwargs)
     except WorkerError as exc:
         if exc.unsolved:
             raise unsolved_failure(exc.unsolved.values(), what) from None
@@ -97,7 +92,8 @@ def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
         case = next((_case(exc, r) for r in sorted(exc.statuses) if _case(exc, r)), "")
         raise GradeFailure(
             f"{what} hung (world_size={world_size}{case}): {blocked}\n"
-            f"Nothing moved for {pg_timeout:g} s: a deadlock (two ranks each waiting for the "
+            f"Nothing moved for {HANG_SECONDS if exc.stuck_for else pg_timeout:g} s: a deadlock "
+            f"(two ranks each waiting for the "
             f"other) or a send/recv with no partner. Notebook 04 shows how to read this.") \
             from None
 

@@ -69,9 +69,10 @@ class HangError(_Readable, TimeoutError):
     """The workers stopped making progress. `.statuses`: rank -> RankStatus (what it was
     blocked in); `.outputs` and `.trace` as for WorkerError (the calls that never ended)."""
 
-    def __init__(self, message, statuses=None):
+    def __init__(self, message, statuses=None, stuck_for=0.0):
         super().__init__(message)
         self.statuses = statuses or {}
+        self.stuck_for = stuck_for      # > 0: every rank sat waiting this long (stuck_after)
 
     def brief(self) -> str:
         """Per rank, the call it was blocked in, without timings: stable, for notebooks."""
@@ -122,6 +123,8 @@ def raise_if_failed(outcome, timeout, pg_timeout) -> None:
 def _hang_error(outcome, timeout, pg_timeout, gloo_timeouts) -> HangError:
     why = (f"not every rank joined the process group within {JOIN_TIMEOUT:g} s"
            if outcome.hang == Hang.JOIN else
+           f"every rank still running sat waiting in a torch.distributed call and nothing "
+           f"was posted or completed for {outcome.stuck_for:.1f} s" if outcome.hang == Hang.STUCK else
            f"no result after the launch timeout ({timeout:g} s)" if outcome.hang else
            f"gloo's timeout ({pg_timeout:g} s) fired in rank(s) "
            f"{', '.join(map(str, sorted(gloo_timeouts)))}")
@@ -129,7 +132,7 @@ def _hang_error(outcome, timeout, pg_timeout, gloo_timeouts) -> HangError:
              *("  " + line for line in describe_statuses(outcome.statuses)),
              "All workers were stopped. A gloo pair that timed out cannot be reused, so the "
              "next launch starts fresh workers."]
-    return HangError("\n".join(lines), outcome.statuses)
+    return HangError("\n".join(lines), outcome.statuses, outcome.stuck_for)
 
 
 def _worker_error(outcome, collateral) -> WorkerError:

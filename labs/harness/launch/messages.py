@@ -31,6 +31,7 @@ class Hang(Words):
 
     JOIN = "join"           # not every rank joined the group within JOIN_TIMEOUT
     DEADLINE = "deadline"   # every rank joined, fn gave no result within the launch timeout
+    STUCK = "stuck"         # every rank still running sat waiting, nothing completed (stuck_after)
 
 
 @dataclass
@@ -45,6 +46,8 @@ class RankStatus:
     outstanding: list[Event] = field(default_factory=list)
     last: Event | None = None          # its most recent call
     note: str = ""                     # what we know instead (finished, exited, an error)
+    waiting: bool = False              # sitting in a torch.distributed call or a wait()
+    progress: tuple = ()               # changes whenever the rank posts, waits or finishes one
 
     def describe(self, timings: bool = True) -> str:
         """'rank 1: blocked 2.0 s in recv(from 0, tag 0, 10 x float32); posted, ...'."""
@@ -106,7 +109,7 @@ class StatusReply:
 
 @dataclass
 class StatusRequest:
-    pass
+    events: bool = True     # False: the status alone (the launch's watch for a stuck run)
 
 
 @dataclass

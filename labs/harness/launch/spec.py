@@ -21,6 +21,9 @@ class LaunchSpec:
     pg_timeout: float = 22.5   # gloo's per-operation timeout inside the workers
     threads: int = 1           # torch intra-op threads per worker
     env: dict = field(default_factory=dict)    # environment variables set in each worker
+    # a hang as soon as every rank still running has sat waiting in a torch.distributed call
+    # this long with nothing completing (None: only gloo's timeout and `timeout` end one)
+    stuck_after: float | None = None
 
 
 # -- the lifecycle of a launch, in seconds ---------------------------------------------------
@@ -34,6 +37,8 @@ FORKSERVER_START = 120.0
 GRACE = 0.5
 # How long a rank that is asked "where are you blocked?" may take to answer.
 STATUS_WAIT = 1.0
+# With stuck_after: how often the ranks are asked whether they all sit waiting.
+STUCK_POLL = 0.5
 # After an interrupt, the same question with less patience: you want your prompt back.
 STATUS_WAIT_INTERRUPTED = 0.5
 # After every rank returned: the time they get to destroy the group and exit on their own.

@@ -22,7 +22,8 @@ from labs.harness.launch.messages import (Failed, Hang, Joined, Phase, RankStatu
 from labs.harness.launch.output import read_outputs
 from labs.harness.launch.rendezvous import open_store
 from labs.harness.launch.spec import (DEATH_REAP, GRACE, JOIN_TIMEOUT, KILL_REAP, RELEASE_WAIT,
-                                      STATUS_WAIT, STATUS_WAIT_INTERRUPTED, LaunchSpec)
+                                      STATUS_WAIT, STATUS_WAIT_INTERRUPTED, STUCK_POLL,
+                                      LaunchSpec)
 
 
 @dataclass
@@ -36,6 +37,7 @@ class Attempt:
     statuses: dict = field(default_factory=dict)    # rank -> RankStatus when stopped
     events: dict = field(default_factory=dict)      # rank -> its trace
     hang: Hang | None = None     # which deadline a hung attempt missed
+    stuck_for: float = 0.0       # Hang.STUCK: how long every rank sat waiting, nothing moving
     stopped_at: float | None = None     # perf_counter when the ranks still running were stopped
     outputs: dict = field(default_factory=dict)     # rank -> what it printed
     pids: list = field(default_factory=list)        # the workers' pids, in rank order
@@ -71,7 +73,7 @@ def run_workers(ctx, spec: LaunchSpec, on_started=None) -> Attempt:
             on_started([p.pid for p in procs])
         supervisor = _Supervisor(procs, [pp[0] for pp in pipes])
         try:
-            outcome = supervisor.watch(started, spec.timeout)
+            outcome = supervisor.watch(started, spec.timeout, spec.stuck_after)
         except KeyboardInterrupt:
             # You pressed stop (in this process, or a worker was interrupted: Jupyter
             # signals the kernel's whole process group, and during a widget's callback only
@@ -102,11 +104,13 @@ class _Supervisor:
         self.first_failure = None
         self.interrupted = {}           # rank -> RankStatus: a KeyboardInterrupt in the worker
 
-    def watch(self, started, timeout) -> Attempt:
+    def watch(self, started, timeout, stuck_after=None) -> Attempt:
         """Collect each rank's result; stop at the first failure (+ GRACE) or the deadline:
-        JOIN_TIMEOUT after the start until every rank has joined, then `timeout`."""
+        JOIN_TIMEOUT after the start until every rank has joined, then `timeout`; with
+        `stuck_after`, also once every rank still running has sat waiting that long."""
         deadline = started + JOIN_TIMEOUT
         sentinels = {p.sentinel: r for r, p in enumerate(self.procs)}
+        watch = _StuckWatch(stuck_after) if stuck_after else None
         while self.pending:
             now = time.perf_counter()
             if self.first_failure is not None and now >= self.first_failure + GRACE:
@@ -114,7 +118,15 @@ class _Supervisor:
             if now >= deadline:
                 self.outcome.hang = Hang.DEADLINE if len(self.joined) == len(self.procs) else Hang.JOIN
                 break
+            if watch and len(self.joined) == len(self.procs) and now >= watch.next_poll:
+                stuck_for = watch.seen(self._poll_statuses(), self.pending, now)
+                if stuck_for is not None:
+                    self.outcome.hang, self.outcome.stuck_for = Hang.STUCK, stuck_for
+                    break
+                continue
             until = deadline if self.first_failure is None else min(deadline, self.first_failure + GRACE)
+            if watch and len(self.joined) == len(self.procs):
+                until = min(until, watch.next_poll)
             ready = multiprocessing.connection.wait(
                 [self.conns[r] for r in self.pending] + [self.procs[r].sentinel for r in self.pending],
                 timeout=max(0.0, until - now))
@@ -134,6 +146,31 @@ class _Supervisor:
             release(self.procs, self.conns)
         return self.outcome
 
+    def _poll_statuses(self) -> dict:
+        """Ask the ranks still running for their status alone; rank -> RankStatus. Any
+        other message that arrives meanwhile (a result, a failure) is taken as usual."""
+        ranks = sorted(self.pending)
+        for r in ranks:
+            try:
+                self.conns[r].send_bytes(pickle.dumps(StatusRequest(events=False)))
+            except OSError:
+                pass
+        statuses, until = {}, time.perf_counter() + STATUS_WAIT
+        while self.pending - set(statuses) and time.perf_counter() < until:
+            todo = [self.conns[r] for r in self.pending if r not in statuses]
+            for c in multiprocessing.connection.wait(todo, max(0.0, until - time.perf_counter())):
+                rank = self.conns.index(c)
+                try:
+                    message = pickle.loads(c.recv_bytes())
+                except (EOFError, OSError):
+                    self._died(rank)
+                    continue
+                if isinstance(message, StatusReply):
+                    statuses[rank] = message.status
+                else:
+                    self._take(rank, message)
+        return {r: s for r, s in statuses.items() if r in self.pending}
+
     def _died(self, rank):
         self.procs[rank].join(DEATH_REAP)
         self.outcome.deaths[rank] = self.procs[rank].exitcode
@@ -145,6 +182,9 @@ class _Supervisor:
             message = pickle.loads(self.conns[rank].recv_bytes())
         except (EOFError, OSError):   # it died without a word: how, the exit code says
             return self._died(rank)
+        return self._take(rank, message)
+
+    def _take(self, rank, message):
         if isinstance(message, Joined):
             self.joined.add(rank)
             return "all joined" if len(self.joined) == len(self.procs) else None
@@ -161,6 +201,31 @@ class _Supervisor:
             return None               # a late status reply
         self.pending.discard(rank)
         return None
+
+
+class _StuckWatch:
+    """Is every rank still running sitting in a wait, with nothing posted or completed
+    anywhere, for `stuck_after` seconds? That is a deadlock whatever the machine's load: a
+    rank that is computing, however slowly, is not waiting. (gloo's own timeout can only time
+    one wait, so on a loaded machine a slow peer looks like a hang.)"""
+
+    def __init__(self, stuck_after: float):
+        self.stuck_after, self.next_poll = stuck_after, 0.0
+        self.since, self.last = None, None
+
+    def seen(self, statuses: dict, running: set, now: float) -> float | None:
+        """Take one poll's statuses (`running`: the ranks that should all have answered);
+        the seconds stuck once that reaches stuck_after."""
+        self.next_poll = time.perf_counter() + STUCK_POLL
+        if not statuses or set(statuses) != set(running) or \
+                not all(s.waiting for s in statuses.values()):
+            self.since = self.last = None
+            return None
+        state = {r: s.progress for r, s in statuses.items()}
+        if state != self.last:
+            self.since, self.last = now, state
+            return None
+        return now - self.since if now - self.since >= self.stuck_after else None
 
 
 def release(procs, conns, wait=RELEASE_WAIT):

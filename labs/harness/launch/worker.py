@@ -58,7 +58,11 @@ def status_now(tracer: tracing.Tracer, phase: Phase) -> RankStatus:
     return RankStatus(rank=tracer.rank, phase=phase, blocked_in=blocked,
                       blocked_for=(now - blocked.t_post) if blocked else 0.0,
                       outstanding=tracer.outstanding(),
-                      last=tracer.events[-1] if tracer.events else None, note=tracer.note)
+                      last=tracer.events[-1] if tracer.events else None, note=tracer.note,
+                      waiting=tracer.blocked_in is not None or tracer.raw_waits > 0,
+                      progress=(len(tracer.events), tracer.blocked_in and tracer.blocked_in.seq,
+                                tracer.raw_waits, tracer.raw_waits_done,
+                                sum(e.t_done is not None for e in tracer.events)))
 
 
 class _Channel:
@@ -85,8 +89,9 @@ class _Channel:
                 self.released.set()
             elif isinstance(message, StatusRequest):
                 status = status_now(tracing.TRACER, self.phase)
+                events = list(tracing.TRACER.events) if message.events else []
                 try:
-                    self.send(StatusReply(status, list(tracing.TRACER.events)))
+                    self.send(StatusReply(status, events))
                 except (OSError, ValueError):
                     os._exit(70)
 

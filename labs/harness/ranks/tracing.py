@@ -92,12 +92,17 @@ class Tracer:
         self.blocked_in: Event | None = None   # the call the main thread is sitting in
         self.failed_in: Event | None = None    # the blocking call that raised (e.g. timeout)
         self.note = ""                          # what the rank says it is doing, if not a call
+        # Work.wait() calls no course wrapper saw (a process group's own Work): how many the
+        # main thread sits in, how many returned (graders' record counts them: launch's
+        # stuck_after sees a rank waiting there too)
+        self.raw_waits = self.raw_waits_done = 0
         self._batches = 0
         self._local = threading.local()         # depth > 0: inside a traced call
 
     def reset(self, rank: int) -> None:
         self.rank, self.events, self._batches, self.note = rank, [], 0, ""
         self.blocked_in = self.failed_in = None
+        self.raw_waits = self.raw_waits_done = 0
 
     # -- what the launcher asks for ------------------------------------------------
     def outstanding(self) -> list[Event]:
