@@ -4,16 +4,18 @@ import pytest
 import torch
 
 from labs.batching import DATA_TAG, SIZE_TAG
+from labs.harness.grading.inputs import every_dtype
 from labs.harness.grading import (GradeFailure, call, check_batched, check_close, check_fresh,
                                   check_one_batch, check_p2p_only, check_peers, check_untouched,
                                   grade, implementation, p2p_ops, seeded)
 
 # (shape, dtype) cases every grader launch runs one after the other in the same workers.
-CASES = [((4,), torch.float32), ((2, 3), torch.int64), ((5,), torch.float64),
-         ((3,), torch.float16), ((0,), torch.float32), ((6,), torch.bool),
-         ((2, 2), torch.bfloat16),
-         (((1 << 20) + 1,), torch.float32)]    # large: the method on every size
-ALL_PAIRS_DTYPES = (torch.float32, torch.int64, torch.float64, torch.float32)
+CASES = every_dtype([((4,), torch.float32), ((2, 3), torch.int64), ((5,), torch.float64),
+                     ((3,), torch.float16), ((0,), torch.float32), ((6,), torch.bool),
+                     ((2, 2), torch.bfloat16)]) + \
+    [(((1 << 20) + 1,), torch.float32)]    # large: the method on every size
+ALL_PAIRS_DTYPES = (torch.float32, torch.int64, torch.float64, torch.float32, torch.float16,
+                    torch.bfloat16, torch.int8, torch.uint8, torch.int16, torch.int32, torch.bool)
 LARGE_CHUNKS = 3                # the case whose chunks are large (the method on every size)
 STRIDED_CHUNKS = 2              # the case whose chunks are views with stride 2
 # Any world size: a body may branch on it, so every one up to 8 is graded.

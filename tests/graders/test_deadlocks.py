@@ -5,12 +5,14 @@ import re
 import pytest
 import torch
 
+from labs.harness.grading.inputs import every_dtype
 from labs.harness.grading import (GradeFailure, call, check_close, check_fresh, check_one_batch,
                                   check_untouched, grade, implementation, in_case, p2p_ops,
                                   recording, seeded)
 
-CASES = [((10,), torch.float32), ((3, 4), torch.int64), ((), torch.float64), ((0, 3), torch.int64),
-         (((1 << 20) + 1,), torch.float32)]   # large: the method on every size
+CASES = every_dtype([((10,), torch.float32), ((3, 4), torch.int64), ((), torch.float64),
+                     ((0, 3), torch.int64)]) + \
+    [(((1 << 20) + 1,), torch.float32)]   # large: the method on every size
 # checked_exchange: what the odd rank of each pair passes, next to the even rank's tensor.
 # Each mismatch differs in one property only: "int64 as float64" and "float16 as
 # bfloat16" (element size, and kind too), bytes that mean something else; "one more

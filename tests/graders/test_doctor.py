@@ -66,14 +66,14 @@ def _method_problems(report, world_size) -> list[str]:
             # messages, not values: a deeper halo sent once holds as many values
             per_peer = {p: sum(1 for c in calls if c.kind == kind and c.peer == p)
                         for p in neighbours}
-            wide = [c for c in calls if c.kind == kind and c.numel != 1]
+            wide = [c for c in calls if c.kind == kind and (c.numel != 1 or c.dtype != "float64")]
             want = STEPS * (2 if len(neighbours) == 1 else 1)
             strangers = sorted({c.peer for c in calls if c.kind == kind} - set(neighbours),
                                key=str)
             if wide:
                 problems.append(f"rank {rank}: {wide[0].describe()}; the method: one edge "
-                                f"value per message, one message each way per neighbour per "
-                                f"step ({STEPS} steps)")
+                                f"value per message (float64, as the cells are), one message "
+                                f"each way per neighbour per step ({STEPS} steps)")
             elif strangers or any(n != want for n in per_peer.values()):
                 verb = "sent to" if kind == "send" else "received from"
                 got = ", ".join(f"rank {p}: {n}" for p, n in per_peer.items())

@@ -30,14 +30,18 @@ WORLD_SIZE = 3          # odd: uneven ring chunks
 NUMEL = 7               # not a multiple of WORLD_SIZE
 TIMEOUT_S = 9.0         # nobody's default, so it proves timeout_s reaches init_process_group;
                         # short, so that a deadlocked ring is reported within seconds
+# Any numel >= 0: also fewer elements than ranks. (Not 0: a body may then skip the ring and
+# leave at once, while a slower rank still connects to it: "Connection refused".)
+SMALL = (2,)
 WHAT = f"ring_job({NUMEL}, timeout_s={TIMEOUT_S:g}) under torchrun with {WORLD_SIZE} ranks"
 
 
 # -- the script every rank runs ----------------------------------------------------------
 
 def probe(out_dir: str, *impls: str):
-    """As torchrun's worker: call each implementation's ring_job twice, normally and with
-    work that raises (numel -1: torch.arange raises once the group is joined); record."""
+    """As torchrun's worker: call each implementation's ring_job normally (NUMEL, then the
+    SMALL sizes) and with work that raises (numel -1: torch.arange raises once the group is
+    joined); record."""
     import torch.distributed as dist
     import torch.distributed.distributed_c10d as c10d
     from labs.harness.ranks import tracing
@@ -61,12 +65,13 @@ def probe(out_dir: str, *impls: str):
         setattr(dist, name, spy(name))
         setattr(c10d, name, getattr(dist, name))
     tracer = tracing.install(rank)
-    records = {}
+    records, joins = {}, 0
     for impl in impls:
         ring_job, records[impl] = implementation(impl, "jobs", "ring_job"), []
-        for numel in (NUMEL, -1):
-            # Joining twice in one process: the new group needs rendezvous keys of its own.
-            c10d._world.group_count = 1000 * (len(records) * 2 + len(records[impl]))
+        for numel in (NUMEL, *SMALL, -1):
+            # Joining again in one process: each group needs rendezvous keys of its own.
+            joins += 1
+            c10d._world.group_count = 1000 * joins
             first_call, first_event, out = len(calls), len(tracer.events), io.StringIO()
             case = {"numel": numel, "initialized_before": dist.is_initialized()}
             try:
@@ -110,11 +115,11 @@ def run_probe(out_dir: Path, *impls: str) -> dict[int, dict]:
     return records
 
 
-def _raised(case: dict, rank: int) -> GradeFailure:
+def _raised(case: dict, rank: int, what: str = WHAT) -> GradeFailure:
     if "unsolved" in case:
         return unsolved_failure([Unsolved(**case["unsolved"])], "ring_job", meanwhile=(
             ", or sum with labs.ring.pass_along_all_reduce until then"))
-    return GradeFailure(f"{WHAT}: rank {rank} raised {case['raised']}")
+    return GradeFailure(f"{what}: rank {rank} raised {case['raised']}")
 
 
 def check_joined_and_left(case: dict, rank: int, what: str):
@@ -128,7 +133,7 @@ def check_joined_and_left(case: dict, rank: int, what: str):
         raise GradeFailure(f"{what}: rank {rank} joined with init_method="
                            f"{init.get('init_method')!r}; use env://: torchrun's MASTER_ADDR, "
                            f"MASTER_PORT, RANK and WORLD_SIZE")
-    if init.get("backend") not in (None, "gloo"):
+    if not _gloo_on_cpu(init.get("backend")):
         raise GradeFailure(f"{what}: rank {rank} asked for backend {init.get('backend')!r}; "
                            f"these CPU tensors need gloo")
     if init.get("timeout") != TIMEOUT_S:
@@ -144,28 +149,65 @@ def check_joined_and_left(case: dict, rank: int, what: str):
                            f"initialised; call dist.destroy_process_group() before leaving")
 
 
+def _gloo_on_cpu(backend) -> bool:
+    """None, "gloo", or a device-qualified form that gives CPU gloo ("cpu:gloo,cuda:nccl")."""
+    if backend is None or str(backend).lower() == "gloo":
+        return True
+    return "cpu:gloo" in [part.strip().lower() for part in str(backend).split(",")]
+
+
+def _ring_problems(events, rank) -> list[str]:
+    """The method: lesson 05's ring (ring_all_reduce: 2(p - 1) chunks) or its pass-along
+    (p - 1 whole tensors), float32, each rank sending only to the next and receiving only
+    from the previous."""
+    nxt, prev = (rank + 1) % WORLD_SIZE, (rank - 1) % WORLD_SIZE
+    ops = p2p_ops(events)
+    sends = [e for e in ops if e.op in ("send", "isend")]
+    for e in ops:
+        want = nxt if e.op in ("send", "isend") else prev
+        if e.peer != want or e.dtype != "float32":
+            return [f"rank {rank} called {e.describe()}; the ring sends only to rank {nxt} and "
+                    f"receives only from rank {prev}, float32 as the tensor is"]
+    chunk = -(-NUMEL // WORLD_SIZE)
+    ring = len(sends) == 2 * (WORLD_SIZE - 1) and all(e.numel <= chunk for e in sends)
+    pass_along = len(sends) == WORLD_SIZE - 1 and all(e.numel == NUMEL for e in sends)
+    if not (ring or pass_along):
+        return [f"rank {rank} sent {len(sends)} message(s) of "
+                f"{', '.join(str(e.numel) for e in sends) or 'no'} element(s); the ring "
+                f"all-reduce sends {2 * (WORLD_SIZE - 1)} chunks of at most {chunk} (the "
+                f"pass-along ring: {WORLD_SIZE - 1} whole tensors of {NUMEL}): sum with "
+                f"labs.ring.ring_all_reduce or pass_along_all_reduce"]
+    return []
+
+
 def test_ring_job(impl, tmp_path):
     records = run_probe(tmp_path, impl)
     check_ring_job({rank: record[impl] for rank, record in records.items()})
 
 
 def check_ring_job(cases: dict[int, list]):
-    """The checks, on every rank's (normal case, failing case)."""
-    total = WORLD_SIZE * torch.arange(NUMEL, dtype=torch.float32) + 10 * sum(range(WORLD_SIZE))
-    for rank, (normal, failing) in sorted(cases.items()):
-        if "raised" in normal:
-            raise _raised(normal, rank)
-        check_joined_and_left(normal, rank, WHAT)
-        check_close(torch.tensor(normal["returned"]) if isinstance(normal["returned"], list)
-                    else normal["returned"], total, rank=rank, what=WHAT)
-        if normal["printed"] != format_result(rank, total) + "\n":
-            raise GradeFailure(f"{WHAT}: rank {rank} printed {normal['printed']!r}; expected "
-                               f"exactly one line {format_result(rank, total)!r}")
+    """The checks, on every rank's (normal case, small cases..., failing case)."""
+    for rank, (normal, *small, failing) in sorted(cases.items()):
+        for numel, case in zip((NUMEL, *SMALL), (normal, *small)):
+            what = WHAT.replace(f"ring_job({NUMEL},", f"ring_job({numel},")
+            total = WORLD_SIZE * torch.arange(numel, dtype=torch.float32) + \
+                10 * sum(range(WORLD_SIZE))
+            if "raised" in case:
+                raise _raised(case, rank, what)
+            check_joined_and_left(case, rank, what)
+            check_close(torch.tensor(case["returned"], dtype=torch.float32)
+                        if isinstance(case["returned"], list) else case["returned"], total,
+                        rank=rank, what=what)
+            if case["printed"] != format_result(rank, total) + "\n":
+                raise GradeFailure(f"{what}: rank {rank} printed {case['printed']!r}; expected "
+                                   f"exactly one line {format_result(rank, total)!r}")
         events = [Event(**e) for e in normal["events"]]
         check_p2p_only(events, f"{WHAT}: the ring")
         if not p2p_ops(events):
             raise GradeFailure(f"{WHAT}: rank {rank} sent and received nothing: sum the "
                                f"tensor with a ring of point-to-point ops")
+        for problem in _ring_problems(events, rank):
+            raise GradeFailure(f"{WHAT}: {problem}")
         what = "ring_job(-1, ...), whose torch.arange raises inside the job"
         if "raised" not in failing:
             raise GradeFailure(f"{what}: rank {rank} returned normally; let the exception "

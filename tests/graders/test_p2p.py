@@ -13,11 +13,13 @@ import torch
 import torch.distributed as dist
 
 from labs.harness.grading.alone import alone
+from labs.harness.grading.inputs import every_dtype
 from labs.harness.grading import (GradeFailure, call, check_close, check_fresh, check_p2p_only,
                                   check_untouched, grade, implementation, p2p_ops, seeded)
 
 # (shape, dtype) cases every grader launch runs one after the other in the same workers.
-CASES = [((16,), torch.float32), ((2, 3), torch.int64), ((5,), torch.float64), ((), torch.float32)]
+CASES = every_dtype([((16,), torch.float32), ((2, 3), torch.int64), ((5,), torch.float64),
+                     ((), torch.float32)], numeric=True)
 # pass_token also on a large token (the method on every size).
 TOKEN_CASES = CASES + [(((1 << 20) + 1,), torch.float32)]
 
@@ -147,13 +149,13 @@ def test_ping_pong(impl, world_size):
             raise GradeFailure(f"{what}: rank 1 must return the list of the {rounds} tensors "
                                f"it received, got {got1!r:.80}")
         for r, t in enumerate(got1):
-            check_close(t, start + r, rank=1, what=f"{what}, tensor received in round {r}")
+            check_close(t, _added(start, [1] * r), rank=1, what=f"{what}, tensor received in round {r}")
         for other in range(2, world_size):
             if results[other][0][i].result is not None:
                 raise GradeFailure(f"{what}: rank {other} takes no part and must return None")
         # The probes: what each side returns is what arrived from the other.
         for r, reply in enumerate(results[0][1][i]):
-            check_close(reply, start + 2 * (r + 1), rank=0, what=(
+            check_close(reply, _added(start, [2] * (r + 1)), rank=0, what=(
                 f"{what} with a partner that adds 2 per round (round {r}): rank 0's replies "
                 f"must be what arrived, not computed locally"))
         for r, got in enumerate(results[1][1][i]):
@@ -203,10 +205,18 @@ def _check_rank_0(got, start, rounds, what):
         raise GradeFailure(f"{what}: rank 0 returned {len(replies)} replies and "
                            f"{len(seconds)} times, expected {rounds} of each")
     for r, reply in enumerate(replies):
-        check_close(reply, start + r + 1, rank=0, what=f"{what}, reply of round {r}")
+        check_close(reply, _added(start, [1] * (r + 1)), rank=0, what=f"{what}, reply of round {r}")
     if not all(isinstance(s, float) and s > 0 for s in seconds):
         raise GradeFailure(f"{what}: round-trip times must be positive floats (seconds), "
                            f"got {seconds!r}")
+
+
+def _added(tensor, steps):
+    """`tensor` after adding each of `steps` in turn, in its own dtype (as the ranks do: in
+    float16, x + 1 + 1 can differ from x + 2)."""
+    for step in steps:
+        tensor = tensor + step
+    return tensor
 
 
 @pytest.mark.parametrize("world_size", [1, 2, 3, 4, 5, 6, 7, 8])
@@ -220,10 +230,12 @@ def test_pass_token(impl, world_size):
             check_untouched(done, rank=rank, what=what, hint="return a new tensor")
             check_fresh(done, rank=rank, what=what,
                         hint="return a new tensor (with one rank: a copy of the token)")
-            added = sum(range(world_size)) if rank == 0 else sum(range(rank + 1))
-            check_close(done.result, seeded(0, shape, dtype, i) + added, rank=rank, what=what)
+            added = range(1, world_size if rank == 0 else rank + 1)
+            check_close(done.result, _added(seeded(0, shape, dtype, i), added), rank=rank,
+                        what=what)
         if world_size > 1:
-            check_close(results[0][1][i], seeded(0, shape, dtype, i) + 10 * sum(range(world_size)),
+            check_close(results[0][1][i], _added(seeded(0, shape, dtype, i),
+                                                 [10 * r for r in range(1, world_size)]),
                         rank=0, what=f"{what} with partners that add 10 x rank: rank 0 must "
                                      f"return the token that came back to it, not compute it")
     for rank in range(world_size if world_size > 1 else 0):

@@ -27,7 +27,10 @@ MODELS = {"mlp": lambda: nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 
           "linear": lambda: nn.Linear(4, 3),
           "large": lambda: nn.Sequential(nn.Linear(4, 1024), nn.Linear(1024, 1024),
                                          nn.Linear(1024, 3))}
-CASES = [("mlp", torch.float32), ("linear", torch.float64), ("large", torch.float32)]
+CASES = [("mlp", torch.float32), ("linear", torch.float64), ("linear", torch.float16),
+         ("mlp", torch.bfloat16), ("large", torch.float32)]
+# DDP adds the gradients up in another order than a body may: within the dtype's rounding.
+ATOL = {torch.float16: 2e-3, torch.bfloat16: 2e-2}
 
 
 def average_worker(rank, world_size, impl):
@@ -86,7 +89,8 @@ def test_fixed_average_gradients(impl, world_size):
             events = r["call"].events
             check_p2p_only(events, what)
             for k, (got, expected) in enumerate(zip(r["grads"], r["ddp"])):
-                check_close(got, expected, rank=rank, atol=1e-6,
+                check_close(got, expected, rank=rank, atol=ATOL.get(dtype, 1e-6),
+                            rtol=ATOL.get(dtype),
                             what=f"{what}, gradient of parameter {k} (expected DDP's)")
             if not r["params_kept"]:
                 raise GradeFailure(f"{what}: rank {rank} changed the parameters themselves; "

@@ -4,13 +4,14 @@ import time
 import pytest
 import torch
 
+from labs.harness.grading.inputs import every_dtype
 from labs.harness.grading import (WATCHED_LABEL, call, check_close, check_fresh, check_overlap,
                                   check_p2p_only, check_untouched, grade, implementation, seeded,
                                   watched)
 
 # (shape, dtype) cases every safe_ring_shift launch runs one after the other.
-SHIFT_CASES = [((16,), torch.float32), ((3, 4), torch.int64), ((), torch.float64),
-               ((0, 2), torch.float32), ((1 << 20,), torch.float32)]
+SHIFT_CASES = every_dtype([((16,), torch.float32), ((3, 4), torch.int64), ((), torch.float64),
+                           ((0, 2), torch.float32)]) + [((1 << 20,), torch.float32)]
 # (n, k, m, dtype): block (n, k) @ weight (k, m).
 STEP_CASES = [(64, 32, 16, torch.float32), (300, 128, 64, torch.float64)]
 

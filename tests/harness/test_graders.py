@@ -847,6 +847,23 @@ RIGHT += [
     (test_algorithms.test_tree_broadcast, 5, T10 + "tree_broadcast_recursive"),
 ]
 
+# Fourteenth round, a red team (tests/graders/bodies/red11_a.py): what travels widened for the
+# dtypes no case ran (float16 as float32, int8 as int64), a copy of the weight taken for the
+# compute span, a halo of float64 cells sent as float32 (scripts/halo_float32_wire.py).
+T11 = "red11_a:"
+WRONG += [
+    (test_waiting.test_safe_ring_shift, 3, T11 + "shift_halves_as_float32",
+     "never widened or narrowed"),
+    (test_batching.test_exchange_with_neighbours, 3, T11 + "neighbours_widen_small_ints",
+     "never widened or narrowed"),
+    (test_snippets.test_fixed_average_gradients, 3, T11 + "fixed_average_half_grads_in_float32",
+     "never widened or narrowed"),
+    (test_waiting.test_overlapped_step, 2, T11 + "step_copy_weight_in_flight",
+     "before computing block @ weight"),
+    (test_doctor.test_halo_exchange, 4, "scripts:halo_float32_wire", "float64, as the cells are"),
+]
+RIGHT += [(test_algorithms.test_tree_broadcast, 6, T11 + "tree_broadcast_mpich_order")]
+
 # Lesson 12's script exercise, graded through the doctor: clean is not enough, the method is
 # point to point, one edge value each way per neighbour per step.
 WRONG += [
@@ -874,12 +891,30 @@ def test_a_wrong_body_fails_saying_why(grader, arg, body, message):
         assert time.perf_counter() - started < 30
 
 
-@pytest.mark.parametrize("body", ["ring_job_pg_allreduce", "ring_job_functional"])
-def test_ring_job_grader_sees_every_door(body, tmp_path):
-    """Lesson 11's job runs under torchrun, outside the launcher: its sum through the
-    process group's own method or a functional collective is still a collective."""
-    with pytest.raises(GradeFailure, match="the trace shows all_reduce"):
-        test_jobs.test_ring_job(f"{BODIES}.unlisted6:{body}", tmp_path)
+# Lesson 11's job runs under torchrun, outside the launcher, all bodies in one run.
+JOB_WRONG = {
+    # its sum through the process group's own method or a functional collective
+    "unlisted6:ring_job_pg_allreduce": "the trace shows all_reduce",
+    "unlisted6:ring_job_functional": "the trace shows all_reduce",
+    # the total computed from the job's known inputs, a token passed around for show
+    "red10:ring_job_formula": "the ring all-reduce sends 4 chunks",
+    "red11_a:ring_job_star": "the ring sends only to rank",          # through rank 0
+    "red11_a:ring_job_widened": "float32 as the tensor is",          # a float64 ring
+    "red11_a:ring_job_torch_chunk": "ring_job(2, timeout_s=9)",      # fewer elements than ranks
+}
+JOB_RIGHT = ["red11_a:ring_job_device_backend",                       # "cpu:gloo"
+             "red11_a:ring_job_barrier_before_leaving"]
+
+
+def test_ring_job_grader_sees_every_door_and_the_ring(tmp_path):
+    records = test_jobs.run_probe(tmp_path, *[f"{BODIES}.{b}" for b in [*JOB_WRONG, *JOB_RIGHT]])
+    cases = {body: {rank: record[f"{BODIES}.{body}"] for rank, record in records.items()}
+             for body in [*JOB_WRONG, *JOB_RIGHT]}
+    for body, message in JOB_WRONG.items():
+        with pytest.raises(GradeFailure, match=re.escape(message)):
+            test_jobs.check_ring_job(cases[body])
+    for body in JOB_RIGHT:
+        test_jobs.check_ring_job(cases[body])
 
 
 @pytest.mark.parametrize("grader, arg, body", RIGHT, ids=map(_id, RIGHT))
@@ -893,6 +928,8 @@ def test_every_grader_fails_on_its_stub(grader):
     """A function stub says it is not written yet; lesson 12's script, as shipped, is the
     buggy script the learner fixes: the doctor's problems are its grade."""
     arg = next(a for g, a in GRADERS if g is grader)
+    if grader is test_doctor.test_halo_exchange:
+        arg = 3                 # the shipped script's problems at 3 ranks: 6 (at 2: 5)
     expected = ("the doctor reports 6 problem(s)" if grader is test_doctor.test_halo_exchange
                 else "is not implemented yet: write its body in labs/")
     with pytest.raises(GradeFailure, match=re.escape(expected)):

@@ -24,9 +24,9 @@ class Watched(torch.Tensor):
     multiply, column or row blocks, split-K partial products, ...); joining partial
     products (cat, +), calls that only look at the other tensor's shape or dtype
     (`type_as`, `to`, `view_as`, ...) and calls that return no tensor (`result_type`,
-    `equal`) are not. The tensor stays watched through views, copies and
-    `as_subclass`; taking its values out of torch (numpy, tolist, its storage or address)
-    is refused: the grader could not see the product."""
+    `equal`) are not. The tensor stays watched through views, copies (into a plain tensor
+    too: copy_, out=) and `as_subclass`; taking its values out of torch (numpy, tolist, its
+    storage or address) is refused: the grader could not see the product."""
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -38,6 +38,13 @@ class Watched(torch.Tensor):
         if func is torch.Tensor.as_subclass:          # stays watched
             return super().__torch_function__(func, types, (args[0], cls), {})
         tensors = _all_tensors((args, kwargs))
+        dest = _written_plain(func, args, kwargs)
+        if dest is not None and all(isinstance(t, Watched) for t in tensors if t is not dest):
+            # The weight's values copied into a plain tensor (buf.copy_(weight), out=): no
+            # arithmetic with the block yet, and the copy is watched from now on.
+            out = super().__torch_function__(func, types, args, kwargs)
+            dest.__class__ = cls
+            return out
         # The weight (or what came of it: a view, a copy, a partial product) with another
         # tensor: arithmetic with the block. Joining partial products (cat, +) is not a span.
         if func in _SHAPE_ONLY or all(isinstance(t, Watched) for t in tensors) or \
@@ -62,6 +69,16 @@ _SHAPE_ONLY = {torch.Tensor.to, torch.Tensor.type_as, torch.Tensor.view_as,
                torch.Tensor.new_full, torch.Tensor.new_tensor, torch.empty_like,
                torch.zeros_like, torch.ones_like, torch.full_like, torch.Tensor.__eq__,
                torch.Tensor.__ne__, torch.Tensor.__hash__}
+
+
+def _written_plain(func, args, kwargs):
+    """The plain tensor (not watched, not a Parameter) a call writes: `out=`, or the self of
+    an in-place method (copy_, add_, ...); None if there is none."""
+    dest = kwargs.get("out")
+    name = getattr(func, "__name__", "")
+    if dest is None and args and name.endswith("_") and not name.endswith("__"):
+        dest = args[0]
+    return dest if type(dest) is torch.Tensor else None
 
 
 def _all_tensors(x) -> list:

@@ -19,6 +19,19 @@ from labs.harness.ranks import data
 FAR = 0x2F_5EED_C0DE          # seeds the lessons never use: 1000 * seed stays below 2**63
 _GRADERS = (os.sep + os.path.join("tests", "graders") + os.sep,
             os.path.dirname(os.path.abspath(__file__)) + os.sep)
+# Every dtype family a tensor can have, for a contract that says "any dtype": a grader runs
+# one small case of each it does not run already (every_dtype), so a body that widens,
+# narrows or refuses some of them (int8 sent as int64, float16 as float32) meets them.
+EVERY_DTYPE = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8,
+               torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool)
+
+
+def every_dtype(cases, shape=(5,), numeric=False) -> list:
+    """`cases` ((shape, dtype) pairs) plus one case of `shape` for each dtype they lack
+    (bool left out if `numeric`)."""
+    have = {dtype for _, dtype in cases}
+    return list(cases) + [(shape, d) for d in EVERY_DTYPE
+                          if d not in have and not (numeric and d == torch.bool)]
 
 
 def seeded(rank, shape, dtype, seed=0):

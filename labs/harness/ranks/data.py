@@ -19,4 +19,6 @@ def seeded(rank, shape, dtype, seed=0) -> torch.Tensor:
     if dtype.is_floating_point:
         drawn = torch.float64 if dtype == torch.float64 else torch.float32
         return torch.randn(shape, generator=g, dtype=drawn).to(dtype)
-    return torch.randint(-1000, 1000, shape, generator=g, dtype=dtype)
+    info = torch.iinfo(dtype)       # int8: [-128, 128), the others [-1000, 1000)
+    return torch.randint(max(-1000, info.min), min(1000, info.max + 1), shape, generator=g,
+                         dtype=dtype)
