@@ -119,9 +119,7 @@ class _Supervisor:
                 self.outcome.hang = Hang.DEADLINE if len(self.joined) == len(self.procs) else Hang.JOIN
                 break
             if watch and len(self.joined) == len(self.procs) and now >= watch.next_poll:
-                stuck_for = watch.seen(self._poll_statuses(), self.pending, now)
-                if stuck_for is not None:
-                    self.outcome.hang, self.outcome.stuck_for = Hang.STUCK, stuck_for
+                if self._stuck(watch, now):
                     break
                 continue
             until = deadline if self.first_failure is None else min(deadline, self.first_failure + GRACE)
@@ -145,6 +143,13 @@ class _Supervisor:
         elif not self.outcome.failures and not self.outcome.deaths:
             release(self.procs, self.conns)
         return self.outcome
+
+    def _stuck(self, watch, now) -> bool:
+        """Poll the ranks for `watch`; True (and the outcome says so) once they are stuck."""
+        stuck_for = watch.seen(self._poll_statuses(), self.pending, now)
+        if stuck_for is not None:
+            self.outcome.hang, self.outcome.stuck_for = Hang.STUCK, stuck_for
+        return stuck_for is not None
 
     def _poll_statuses(self) -> dict:
         """Ask the ranks still running for their status alone; rank -> RankStatus. Any
