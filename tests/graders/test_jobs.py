@@ -168,6 +168,11 @@ def _ring_problems(events, rank) -> list[str]:
         if e.peer != want or e.dtype != "float32":
             return [f"rank {rank} called {e.describe()}; the ring sends only to rank {nxt} and "
                     f"receives only from rank {prev}, float32 as the tensor is"]
+    waited = {e.waits_for for e in events if e.op == "wait"}
+    unwaited = [e for e in ops if not e.blocking and e.seq not in waited]
+    if unwaited:
+        return [f"rank {rank} never waited for {unwaited[0].describe()}: wait() on every "
+                f"request before using its buffer or leaving the job"]
     chunk = -(-NUMEL // WORLD_SIZE)
     ring = len(sends) == 2 * (WORLD_SIZE - 1) and all(e.numel <= chunk for e in sends)
     pass_along = len(sends) == WORLD_SIZE - 1 and all(e.numel == NUMEL for e in sends)

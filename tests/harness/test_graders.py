@@ -901,6 +901,7 @@ JOB_WRONG = {
     "red11_a:ring_job_star": "the ring sends only to rank",          # through rank 0
     "red11_a:ring_job_widened": "float32 as the tensor is",          # a float64 ring
     "red11_a:ring_job_torch_chunk": "ring_job(2, timeout_s=9)",      # fewer elements than ranks
+    "red11_a:ring_job_unwaited": "never waited for",                 # isends never waited
 }
 JOB_RIGHT = ["red11_a:ring_job_device_backend",                       # "cpu:gloo"
              "red11_a:ring_job_barrier_before_leaving"]

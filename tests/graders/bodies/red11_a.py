@@ -247,3 +247,23 @@ def fixed_average_half_grads_in_float32(model):
     for k, p in enumerate(params):
         total = wide[k] + sum(inbox[q][k] for q in peers) if peers else wide[k].clone()
         p.grad = (total / ws).to(p.grad.dtype)
+
+
+def ring_job_unwaited(numel=6, timeout_s=30.0):
+    """WRONG (found in our last review): the pass-along ring whose isends are never waited;
+    the job grader checked partners, dtype and counts, never the waits."""
+    _join(timeout_s)
+    try:
+        rank, ws = dist.get_rank(), dist.get_world_size()
+        t = torch.arange(numel, dtype=torch.float32) + 10 * rank
+        held, total, kept = t.clone(), t.clone(), []
+        for _ in range(ws - 1):
+            kept.append(dist.isend(held.clone(), (rank + 1) % ws))
+            got = torch.empty_like(t)
+            dist.recv(got, (rank - 1) % ws)
+            total += got
+            held = got
+        _report(rank, total)
+        return total
+    finally:
+        dist.destroy_process_group()
