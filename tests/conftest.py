@@ -2,7 +2,11 @@
 import pytest
 
 from labs import last_worker_pids
+from labs.harness.launch.launcher import preload_also
 from tests import procs
+
+# Every grader's workers import these: the fork server imports them once instead.
+preload_also("pytest", "labs.harness.grading")
 
 
 @pytest.fixture

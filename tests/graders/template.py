@@ -25,7 +25,7 @@ CASES = [((4,), torch.float32), ((2, 3), torch.int64), ((), torch.float64), ((0,
 def swap_worker(rank, world_size, impl):
     """Runs in each worker (module level: workers import it by name): one Call per case."""
     swap_with_partner = implementation(impl, LAB, "swap_with_partner")
-    return [call(swap_with_partner, seeded(rank, shape, dtype, i), must_complete=True,
+    return [call(swap_with_partner, seeded(rank, shape, dtype, i, special=True), must_complete=True,
                  case=f"shape {shape}, {dtype}") for i, (shape, dtype) in enumerate(CASES)]
 
 
@@ -39,7 +39,7 @@ def test_swap_with_partner(impl, world_size):
             got, partner = results[rank][i], rank ^ 1 if rank ^ 1 < world_size else rank
             check_untouched(got, rank=rank, what=what)
             check_fresh(got, rank=rank, what=what)
-            check_close(got.result, seeded(partner, shape, dtype, i), rank=rank,
+            check_close(got.result, seeded(partner, shape, dtype, i, special=True), rank=rank,
                         what=f"{what} (expected rank {partner}'s tensor)")
             if partner != rank:
                 check_one_batch(got.events, what, rank=rank, n_ops=2,

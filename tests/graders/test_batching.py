@@ -28,14 +28,14 @@ def _case(shape, dtype):
 
 def neighbours_worker(rank, world_size, impl):
     exchange = implementation(impl, "batching", "exchange_with_neighbours")
-    return [call(exchange, seeded(rank, shape, dtype, i), must_complete=True,
+    return [call(exchange, seeded(rank, shape, dtype, i, special=True), must_complete=True,
                  case=_case(shape, dtype))
             for i, (shape, dtype) in enumerate(CASES)]
 
 
 def ring_shift_worker(rank, world_size, impl, ks):
     ring_shift = implementation(impl, "batching", "ring_shift")
-    return [call(ring_shift, seeded(rank, *CASES[i % len(CASES)], i), k, must_complete=True,
+    return [call(ring_shift, seeded(rank, *CASES[i % len(CASES)], i, special=True), k, must_complete=True,
                  case=f"{_case(*CASES[i % len(CASES)])}, k={k}") for i, k in enumerate(ks)]
 
 
@@ -47,7 +47,7 @@ def _chunk_len(src, dst, case):
 def _chunk(src, dst, case, dtype):
     """What rank `src` sends rank `dst`: its length says from whom, for whom; its values are
     seeded per (src, dst, case), so that no rank can rebuild what it did not receive."""
-    return seeded(src, (_chunk_len(src, dst, case),), dtype, 10_000 + 100 * dst + case)
+    return seeded(src, (_chunk_len(src, dst, case),), dtype, 10_000 + 100 * dst + case, special=True)
 
 
 def _every_other(chunk):
@@ -81,9 +81,9 @@ def test_exchange_with_neighbours(impl, world_size):
             check_fresh(done, rank=rank, what=case, hint="return new tensors (with one rank: "
                         "two copies of your own tensor)")
             left, right = (rank - 1) % world_size, (rank + 1) % world_size
-            check_close(got[0], seeded(left, shape, dtype, i), rank=rank,
+            check_close(got[0], seeded(left, shape, dtype, i, special=True), rank=rank,
                         what=f"{case}, from_left (rank {left}'s tensor)")
-            check_close(got[1], seeded(right, shape, dtype, i), rank=rank,
+            check_close(got[1], seeded(right, shape, dtype, i, special=True), rank=rank,
                         what=f"{case}, from_right (rank {right}'s tensor)")
             if world_size > 1:
                 check_one_batch(done.events, case, rank=rank, n_ops=4,
@@ -107,7 +107,7 @@ def test_ring_shift(impl, world_size):
             check_fresh(done, rank=rank, what=case, hint="return a new tensor (a copy when "
                         "k % world_size == 0)")
             src = (rank - k) % world_size
-            check_close(done.result, seeded(src, shape, dtype, i), rank=rank,
+            check_close(done.result, seeded(src, shape, dtype, i, special=True), rank=rank,
                         what=f"{case}: expected the tensor of rank {src}")
             _check_one_hop(done.events, case, rank, k, world_size)
 

@@ -14,10 +14,14 @@ from labs.harness.grading import (GradeFailure, call, check_batched, check_close
                                   check_fresh, check_one_batch, check_p2p_only, check_peers,
                                   check_returned_input, check_untouched, grade, implementation,
                                   p2p_ops, seeded)
+from labs.harness.grading.inputs import every_dtype
 
 DTYPES = ("float32", "bfloat16", "int64")
-# "Any dtype": the rest on one small shape each (`tensor * 1` makes a bool an int64).
-SMALL_DTYPES = (((5,), "bool"), ((6, 2), "float16"), ((5,), "uint8"))
+# "Any dtype": every other on one small shape (`tensor * 1` makes a bool an int64), so a body
+# that widens or narrows some dtypes on the wire (float64 as float32, int8 as int64) meets it.
+SMALL_DTYPES = (((6, 2), "float16"),) + tuple(
+    (shape, str(dtype).removeprefix("torch.")) for shape, dtype in every_dtype([], shape=(5,))
+    if str(dtype).removeprefix("torch.") not in DTYPES + ("float16",))
 SHAPES = ((1,), (5,), (6, 2), (1000,), (1 << 18,))   # even and uneven splits; a large one
 WORLD_SIZES = [1, 2, 3, 4, 5, 6, 7, 8]
 # From 5 ranks on, every dtype and root, with fewer shapes: one tiny, one large.
@@ -131,10 +135,10 @@ def collective_worker(rank, world_size, impl, name):
         [(shape, dtype, root) for shape, dtype in SMALL_DTYPES for root in roots]
     records = []
     for salt, (shape, dtype, root) in enumerate(cases, start=1):
-        x = seeded(rank, shape, dtype, salt)
+        x = seeded(rank, shape, dtype, salt, special=True)
         where = f", {ROOT_NAME[name]}={root}" if root is not None else ""
         what = f"{name}(shape {tuple(shape)}, {dtype}{where}) with world_size={world_size}"
-        expected = run_builtin(name.removeprefix("p2p_"), x, 0 if root is None else root)
+        expected = builtin_bytes(name, x, root)
         if name == "p2p_all_to_all":
             inputs = split_rows(x, world_size)
             outputs = [torch.full_like(inputs[rank], 7) for _ in range(world_size)]
@@ -143,4 +147,35 @@ def collective_worker(rank, world_size, impl, name):
         else:
             args = (x,) if root is None else (x, root)
             records.append((what, call(fn, *args, must_complete=True, case=what), expected))
+    if name == "p2p_all_to_all":
+        records += uneven_all_to_all(fn, rank, world_size)
+    return records
+
+
+def builtin_bytes(name, x, root):
+    """The built-in collective's result, moved as bytes (gloo's collectives refuse some
+    dtypes, int16 among them; moving data does not depend on the dtype)."""
+    moved = run_builtin(name.removeprefix("p2p_"), x.unsqueeze(-1).view(torch.uint8),
+                        0 if root is None else root)         # each element: a row of bytes
+    return None if moved is None else moved.view(x.dtype).squeeze(-1)
+
+
+def uneven_all_to_all(fn, rank, world_size):
+    """Sizes that differ per sender as well as per receiver (some empty): `outputs[j]` is
+    shaped like what rank j sends here, which need not be shaped like anything of ours."""
+    def rows(src, dst):
+        return (src + 2 * dst) % 4
+
+    records = []
+    for salt, dtype in enumerate(("float32", "int64"), start=500):
+        def piece(src, dst):
+            return seeded(src, (rows(src, dst), 3), dtype, salt + 100 * dst, special=True)
+        inputs = [piece(rank, peer) for peer in range(world_size)]
+        outputs = [torch.full((rows(peer, rank), 3), 7, dtype=inputs[0].dtype)
+                   for peer in range(world_size)]
+        what = (f"p2p_all_to_all({dtype}, rank j sends rank i ((j + 2i) % 4) rows of 3) with "
+                f"world_size={world_size}")
+        expected = torch.cat([piece(peer, rank) for peer in range(world_size)])
+        records.append((what, call(fn, outputs, inputs, must_complete=True, case=what),
+                        expected))
     return records

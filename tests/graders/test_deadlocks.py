@@ -45,12 +45,12 @@ def _checked_tensor(rank, case):
                     "one more dimension": ((6, 1) if odd else (6,), torch.float32),
                     "last two sizes swapped": ((2, 4, 3) if odd else (2, 3, 4),
                                                torch.float32)}[case]
-    return seeded(rank, shape, dtype, CHECKED.index(case))
+    return seeded(rank, shape, dtype, CHECKED.index(case), special=True)
 
 
 def exchange_worker(rank, world_size, impl, name):
     exchange = implementation(impl, "deadlocks", name)
-    return [(peer, i, call(exchange, seeded(rank, shape, dtype, i), peer, must_complete=True,
+    return [(peer, i, call(exchange, seeded(rank, shape, dtype, i, special=True), peer, must_complete=True,
                            case=f"shape {shape}, {dtype}, peer {peer}"))
             for peer in _pairings(rank, world_size) for i, (shape, dtype) in enumerate(CASES)]
 
@@ -76,7 +76,7 @@ def _check_exchanges(results, world_size, name):
             what = f"{name}(shape {shape}, {dtype}, peer={peer}, world_size={world_size})"
             check_untouched(got, rank=rank, what=what)
             check_fresh(got, rank=rank, what=what)
-            check_close(got.result, seeded(peer, shape, dtype, i), rank=rank,
+            check_close(got.result, seeded(peer, shape, dtype, i, special=True), rank=rank,
                         what=f"{what} (expected rank {peer}'s tensor)")
 
 

@@ -6,6 +6,7 @@ import torch
 from labs.harness.grading import (GradeFailure, call, check_close, check_fresh, check_one_batch,
                                   check_untouched, grade, implementation, in_case, recording,
                                   seeded)
+from labs.harness.grading.inputs import every_dtype
 from labs.patterns import full_attention, make_qkv, reference_step, ring_attention, run_1f1b
 
 # -- Exercise 1: the neighbour exchange ---------------------------------------------------
@@ -18,7 +19,7 @@ TRANSPOSED = 2
 
 
 def _activation(rank, i, dtype_name):
-    x = seeded(rank, EXCHANGE_SHAPES[i], dtype_name, i)
+    x = seeded(rank, EXCHANGE_SHAPES[i], dtype_name, i, special=True)
     return x.t() if i == TRANSPOSED else x
 
 
@@ -95,6 +96,7 @@ def rotate_grader_worker(rank, world_size, impl):
     for w in works:
         w.wait()
     large = _rotate_large(rotate_kv, rank)
+    dtypes = _rotate_every_dtype(rotate_kv, rank)
     # Then the whole of ring attention with it.
     q_all, k_all, v_all = make_qkv(16 * world_size, 8)
     q, kb, vb = (t.chunk(world_size)[rank].contiguous() for t in (q_all, k_all, v_all))
@@ -102,7 +104,7 @@ def rotate_grader_worker(rank, world_size, impl):
             "fresh": {k_next.data_ptr(), v_next.data_ptr()}.isdisjoint(
                 {k.data_ptr(), v.data_ptr()}),
             "unchanged": torch.equal(k, k0) and torch.equal(v, v0), "large": large,
-            "attention": ring_attention(q, kb, vb, rotate=rotate_kv)}
+            "dtypes": dtypes, "attention": ring_attention(q, kb, vb, rotate=rotate_kv)}
 
 
 LARGE_KV = ((1 << 18) + 1, 4)
@@ -118,6 +120,21 @@ def _rotate_large(rotate_kv, rank):
     for w in works:
         w.wait()
     return k_next, v_next
+
+
+def _rotate_every_dtype(rotate_kv, rank):
+    """rotate_kv on k and v of every other dtype ("any dtype"; the record checks that each
+    travels in its own): [(shape, dtype, k_next, v_next)]."""
+    done = []
+    for salt, (shape, dtype) in enumerate(every_dtype([((2, 3), torch.float32)])[1:], start=10):
+        k = seeded(rank, shape, dtype, salt, special=True)
+        v = seeded(rank, shape, dtype, salt + 50, special=True)
+        with in_case(f"k, v of shape {shape}, {dtype}"):
+            k_next, v_next, works = rotate_kv(k, v)
+        for w in works:
+            w.wait()
+        done.append((shape, dtype, k_next, v_next))
+    return done
 
 
 @pytest.mark.parametrize("world_size", [2, 3, 4, 5, 6, 7, 8])
@@ -139,6 +156,10 @@ def test_rotate_kv(impl, world_size):
                                                 ("v_next", r["large"][1], LARGE_V, 3)):
             check_close(got, seeded(prev, shape, dtype, salt), rank=rank,
                         what=f"{what}, shape {shape} {dtype}: {name} (should be rank {prev}'s)")
+        for salt, (shape, dtype, k_next, v_next) in enumerate(r["dtypes"], start=10):
+            for which, got, seed in (("k_next", k_next, salt), ("v_next", v_next, salt + 50)):
+                check_close(got, seeded(prev, shape, dtype, seed, special=True), rank=rank, atol=0, rtol=0,
+                            what=f"{what}, {dtype}: {which} (should be rank {prev}'s)")
         if not r["fresh"]:
             raise GradeFailure(f"{what}: rank {rank} received into k or v; receive into new "
                                f"tensors (they are being sent and used for compute)")

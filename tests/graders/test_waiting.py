@@ -22,7 +22,7 @@ def safe_ring_shift_worker(rank, world_size, impl):
     for i, (shape, dtype) in enumerate(SHIFT_CASES):
         if i == len(SHIFT_CASES) - 1 and rank == world_size - 1:
             time.sleep(0.2)   # a slow rank: results must be complete on return, not later
-        calls.append(call(safe_ring_shift, seeded(rank, shape, dtype, i), must_complete=True,
+        calls.append(call(safe_ring_shift, seeded(rank, shape, dtype, i, special=True), must_complete=True,
                           case=f"shape {shape}, {dtype}"))
     return calls
 
@@ -60,7 +60,7 @@ def test_safe_ring_shift(impl, world_size):
                 "race of notebook 03, section 3"))
             check_fresh(got, rank=rank, what=what)
             prev = (rank - 1) % world_size
-            check_close(got.result, seeded(prev, shape, dtype, i), rank=rank,
+            check_close(got.result, seeded(prev, shape, dtype, i, special=True), rank=rank,
                         what=f"{what} (expected rank {prev}'s tensor)")
 
 

@@ -864,6 +864,53 @@ WRONG += [
 ]
 RIGHT += [(test_algorithms.test_tree_broadcast, 6, T11 + "tree_broadcast_mpich_order")]
 
+# Fifteenth round, a red team (tests/graders/bodies/red12_a.py, red12_b.py): partial sums
+# sent encoded (a chunk reversed, deltas from its first element), which a probe holding
+# 2**rank everywhere cannot see (the positional probe of grading/sums.py does); dtypes the
+# collectives and rotate_kv never ran; NaN and infinities "cleaned" on the way; int32 added
+# through float32; an all_to_all whose receive sizes come from the wrong side.
+T12A, T12B = "red12_a:", "red12_b:"
+SHUFFLED = ("out of the tensor's order", "add up no rank's data", "other values than the method")
+WRONG += [
+    (test_ring.test_ring_all_reduce, 5, T12B + "ar_delta_encoded", SHUFFLED),
+    (test_ring.test_ring_all_reduce, 3, T12B + "ar_flipped_wire", SHUFFLED),
+    (test_ring.test_ring_reduce_scatter, 4, T12B + "rs_delta_encoded", SHUFFLED),
+    (test_ring.test_pipelined_ring_all_reduce, 3, T12B + "pipelined_flipped_segments", SHUFFLED),
+    (test_gradients.test_average_gradients_all_to_all, 3, T12B + "a2a_delta_encoded", SHUFFLED),
+    (test_algorithms.test_recursive_doubling_all_reduce, 6, T12B + "rd_delta_encoded", SHUFFLED),
+    (test_algorithms.test_halving_doubling_all_reduce, 4, T12B + "hd_flipped_allgather",
+     SHUFFLED),
+    (test_collectives.test_p2p_all_to_all, 3, T12B + "a2a_recv_sized_by_own_slot",
+     ("killed by signal", "is wrong at flat index", "returned shape")),
+    (test_collectives.test_p2p_broadcast, 5, T12B + "bcast_float64_narrowed",
+     "never widened or narrowed"),
+    (test_collectives.test_p2p_all_gather, 4, T12B + "all_gather_small_ints_widened",
+     "never widened or narrowed"),
+    (test_patterns.test_rotate_kv, 3, T12B + "rotate_kv_half_widened",
+     "never widened or narrowed"),
+    (test_deadlocks.test_exchange_batched, 2, T12A + "batched_nan_to_num",
+     "is wrong at flat index"),
+    (test_batching.test_ring_shift, 3, T12A + "ring_shift_clamps_infinities",
+     "is wrong at flat index"),
+    (test_p2p.test_pass_token, 3, T12A + "pass_token_adds_in_float32_except_int64",
+     ("other values than the method sends", "is wrong at flat index")),
+]
+RIGHT += [
+    (test_waiting.test_overlapped_step, 3, T12A + "step_scratch_then_copy"),
+    (test_snippets.test_fixed_average_gradients, 3, T12A + "fixed_average_float64_accumulator"),
+    (test_waiting.test_safe_ring_shift, 3, T12A + "shift_send_in_thread"),
+    (test_p2p.test_ping_pong, 3, T12A + "ping_pong_one_buffer_cloned"),
+    (test_p2p.test_ping_pong, 2, T12A + "ping_pong_replies_in_one_buffer"),
+    (test_batching.test_all_pairs_exchange, 4, T12A + "all_pairs_rotated"),
+    (test_ring.test_ring_all_reduce, 4, T12B + "ar_shifted_owner"),
+    (test_ring.test_ring_all_reduce, 3, T12B + "ar_strided_chunks"),
+    (test_ring.test_ring_all_reduce, 3, T12B + "ar_send_thread"),
+    (test_ring.test_pipelined_ring_all_reduce, 5, T12B + "pipelined_balanced_segments"),
+    (test_gradients.test_average_gradients_all_to_all, 5, T12B + "a2a_stack_sum"),
+    (test_gradients.test_average_gradients_ring, 3, T12B + "ring_avg_grad_views"),
+    (test_gradients.test_average_gradients_ring, 4, T12B + "ring_avg_divide_float64"),
+]
+
 # Lesson 12's script exercise, graded through the doctor: clean is not enough, the method is
 # point to point, one edge value each way per neighbour per step.
 WRONG += [

@@ -14,9 +14,16 @@ from dataclasses import dataclass
 import torch
 
 DIGESTS: list = []        # last True: the record hashes what each send holds (Op.digest)
-DISTINCT: list = []       # last True: the record notes the values each send holds (Op.values)
+DISTINCT: list = []       # [Noting]: the record notes the values each send holds (Op.values)
 KEPT_VALUES = 16          # at most this many distinct values noted per send
 READ_ONLY: list = []      # [Lent]: memory the body may read, not write
+
+
+@dataclass
+class Noting:
+    """How the record notes what a send holds on a probe of labs.harness.grading.sums."""
+
+    positions: int = 0        # > 0: the positional probe of that world size (decoded)
 
 
 @dataclass
@@ -79,6 +86,27 @@ def distinct(tensors) -> tuple:
             return ()
         values = torch.unique(torch.cat(parts)).tolist()
     return tuple(values[:KEPT_VALUES]) + ((None,) if len(values) > KEPT_VALUES else ())
+
+
+def decoded(tensors, world_size) -> tuple[tuple, int, int]:
+    """On the positional probe (sums.py: element j of rank r's data holds 2**r + j * 2**p):
+    the distinct partial sums a message holds, each element's value mod 2**p (the ranks it
+    adds up), an element that adds up no rank kept as it is (an encoded value: it matches no
+    sum); its descents: how often an element is smaller than the one before it (zeros, the
+    padding, left out; a message cut from the tensor keeps its order: none); and how many
+    of its elements add up no rank (a partial sum divided by the world size still does)."""
+    with torch._C.DisableTorchFunctionSubclass():
+        parts = [t.detach().reshape(-1).to(torch.float64) for t in _tensors(tensors) if t.numel()]
+        if not parts:
+            return (), 0, 0
+        flat = torch.cat(parts)
+        flat = flat[flat != 0]
+        sums = torch.remainder(flat, 2 ** world_size)
+        noted = torch.where(sums == 0, flat, sums)
+        values = torch.unique(noted).tolist()
+        descents, encoded = int((flat[1:] < flat[:-1]).sum()), int((sums == 0).sum())
+    kept = tuple(values[:KEPT_VALUES]) + ((None,) if len(values) > KEPT_VALUES else ())
+    return kept, descents, encoded
 
 
 def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:

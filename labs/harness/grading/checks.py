@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
+from labs.harness.grading.buffers import same_bytes
 from labs.harness.grading.calls import Call, in_case
 from labs.harness.grading.inputs import seeded
 from labs.harness.grading.run import GradeFailure
@@ -30,16 +31,25 @@ def check_close(got, expected, *, rank, what, atol=None, rtol=None):
         raise GradeFailure(f"{what}: rank {rank} returned shape {tuple(got.shape)} {got.dtype}, "
                            f"expected shape {tuple(expected.shape)} {expected.dtype}")
     exact = not (expected.is_floating_point() or expected.is_complex())
-    ok = torch.equal(got, expected) if exact else torch.allclose(
-        got.double(), expected.double(), atol=atol, rtol=rtol)
+    bits = exact or atol == rtol == 0        # moved data: the same bits (NaN, -0.0 included)
+    if bits:
+        ok = same_bytes(got, expected)
+    else:
+        ok = torch.allclose(got.double(), expected.double(), atol=atol, rtol=rtol,
+                            equal_nan=True)
     if not ok:
-        diff = (got.double() - expected.double()).abs()
-        i = int(diff.flatten().argmax()) if diff.numel() else 0
+        g, e = got.double().flatten(), expected.double().flatten()
+        same = (g == e) & (g.signbit() == e.signbit()) if bits else \
+            torch.isclose(g, e, atol=atol, rtol=rtol)
+        i = int((~(same | (g.isnan() & e.isnan()))).nonzero()[0])
+        diff = (g - e).abs().nan_to_num(nan=float("inf"))
+        rule = ("exact match required for integers" if exact else "the same bits required: "
+                "the data is moved, not computed" if bits else f"atol={atol}, rtol={rtol}")
         raise GradeFailure(
             f"{what}: rank {rank} is wrong at flat index {i}: got "
             f"{got.flatten()[i].item()!r}, expected {expected.flatten()[i].item()!r} "
             f"(max abs error {diff.max().item():.3g}; "
-            f"{'exact match required for integers' if exact else f'atol={atol}, rtol={rtol}'})")
+            f"{rule})")
 
 
 def check_same_on_every_rank(results, *, what):

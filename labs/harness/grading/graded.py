@@ -38,7 +38,8 @@ from labs.harness.ranks import tracing
 from labs.harness.ranks.exercises import untouched
 from labs.harness.grading import lessons
 from labs.harness.grading.channels import SideChannel, closed_roads
-from labs.harness.grading.buffers import DIGESTS, DISTINCT, overlap, read_only, same_bytes
+from labs.harness.grading.buffers import (DIGESTS, DISTINCT, Noting, overlap, read_only,
+                                           same_bytes)
 from labs.harness.grading.compare import (Method, contents_problems, differences,
                                            moved_before_refusing, relay_problems)
 from labs.harness.grading.methods import METHODS
@@ -46,7 +47,7 @@ from labs.harness.grading.order import order_problems
 from labs.harness.grading.private import private_names
 from labs.harness.grading.record import forbidding, install, outstanding, record
 from labs.harness.grading.run import GradeFailure
-from labs.harness.grading.sums import probe_args, sums_problems
+from labs.harness.grading.sums import probe_args, shuffled_problems, slack, sums_problems
 from labs.harness.grading.state import (_modules, _parameters, copy_args, grads_problems,
                                          memory_problems, places, shares_memory, snapshot,
                                          state, state_problems, tensors, unchanged, written)
@@ -243,14 +244,26 @@ class GradedBody:
         return self._kept(kept, values, box, ops)
 
     def _sums_probe(self, args, kwargs, refused) -> list[str]:
-        """The body again, beside the reference, on the probe of labs.harness.grading.sums
-        (every rank's tensor 2**rank everywhere): the same partial sums to every peer. Not
-        where the method moves no sums or the reference refused the first call."""
-        probe = probe_args(args, dist.get_world_size(), dist.get_rank()) \
-            if self.method.sums and not refused else None
-        if probe is None or self.body is self.reference:
+        """The body again, beside the reference, on the probes of labs.harness.grading.sums:
+        the positional one where the dtype and size allow (the same partial sums to every
+        peer, each message in the tensor's order), else every rank's tensor 2**rank
+        everywhere (the same sums). A mean (divided before it adds) does not decode: there
+        the positional probe checks the order only, the plain one the sums. Not where the
+        method moves no sums or the reference refused the first call."""
+        if not self.method.sums or refused or self.body is self.reference:
             return []
-        DISTINCT.append(True)         # the record notes the values each send holds
+        world_size, rank = dist.get_world_size(), dist.get_rank()
+        positional = probe_args(args, world_size, rank, positional=True)
+        plain = probe_args(args, world_size, rank) \
+            if positional is None or self.method.sums == "mean" else None
+        for probe, noting in ((positional, Noting(world_size)), (plain, Noting())):
+            problems = self._probe_once(probe, kwargs, noting, slack(args)) if probe else []
+            if problems:
+                return problems
+        return []
+
+    def _probe_once(self, probe, kwargs, noting, allowed) -> list[str]:
+        DISTINCT.append(noting)       # the record notes the values each send holds
         start = len(tracing.TRACER.events)
         try:
             expected, refused = self._reference_ops(probe, kwargs)
@@ -265,7 +278,12 @@ class GradedBody:
             del tracing.TRACER.events[start:]
         if roads:
             return [f"rank {dist.get_rank()} {road}" for road in roads]
-        return [] if refused else sums_problems(ops, expected, self.method)
+        if refused:
+            return []
+        order = shuffled_problems(ops, expected, allowed) if noting.positions else []
+        if order or (noting.positions and self.method.sums == "mean"):
+            return order
+        return sums_problems(ops, expected, self.method, bool(noting.positions))
 
     def _stale(self, values, second, args, first_reference) -> list[str]:
         """The reference's results changed between the two calls (another rank's input
@@ -299,7 +317,7 @@ class GradedBody:
                   f"tensors each call, not a buffer (or list) you keep and reuse")
         with torch._C.DisableTorchFunctionSubclass():
             now = [] if requests else written(kept)
-            if len(now) != len(values) or not all(torch.equal(a.detach(), b)
+            if len(now) != len(values) or not all(same_bytes(a.detach(), b)
                                                   for a, b in zip(now, values)):
                 return [reused]
             if outstanding(ops):       # the first call's checks say so; its buffers live on

@@ -34,8 +34,16 @@ def every_dtype(cases, shape=(5,), numeric=False) -> list:
                           if d not in have and not (numeric and d == torch.bool)]
 
 
-def seeded(rank, shape, dtype, seed=0):
-    """Rank `rank`'s input for case `seed`, the same on every run: for graders only."""
+# What a data move must keep bit for bit, planted in a floating tensor's first elements
+# (special=True): a body that "cleans" data on the way (nan_to_num, a clamp to the finite
+# range, a sign of zero lost through arithmetic) changes them.
+SPECIAL = (float("nan"), float("inf"), float("-inf"), -0.0)
+
+
+def seeded(rank, shape, dtype, seed=0, special=False):
+    """Rank `rank`'s input for case `seed`, the same on every run: for graders only.
+    `special`: a floating tensor of more than 4 elements starts with NaN, inf, -inf, -0.0
+    after its first (for exercises that move data, never add it)."""
     caller = sys._getframe(1).f_code.co_filename
     if not any(part in caller for part in _GRADERS) or \
             os.sep + "bodies" + os.sep in caller:
@@ -46,4 +54,10 @@ def seeded(rank, shape, dtype, seed=0):
     if drawn.dtype == torch.int64:       # beyond 2**53: a sum through any float is wrong
         wide = torch.Generator().manual_seed(1000 * (seed + FAR) + rank + 1)
         drawn = drawn * (1 << 49) + torch.randint(0, 1 << 49, drawn.shape, generator=wide)
+    if drawn.dtype == torch.int32:       # beyond 2**24: a sum through float32 is wrong
+        wide = torch.Generator().manual_seed(1000 * (seed + FAR) + rank + 1)
+        drawn = drawn * (1 << 16) + torch.randint(0, 1 << 16, drawn.shape, generator=wide,
+                                                  dtype=torch.int32)
+    if special and drawn.is_floating_point() and drawn.numel() > len(SPECIAL):
+        drawn.view(-1)[1:1 + len(SPECIAL)] = torch.tensor(SPECIAL, dtype=drawn.dtype)
     return drawn

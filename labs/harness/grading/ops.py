@@ -50,7 +50,9 @@ class Op:
     into: str = ""                # a receive into memory the caller only lent: whose
     source: int | None = None     # a receive from any source: the rank it came from
     lent_changed: str = ""        # posted while memory the caller lent held other values
-    values: tuple = ()            # a send's distinct values at post (while `distinct` is on)
+    values: tuple = ()            # a send's distinct values at post (on a sums probe)
+    descents: int = 0             # on the positional probe: elements out of the tensor's order
+    encoded: int = 0              # on the positional probe: elements that add up no rank
 
     def describe(self) -> str:
         size = f"{self.numel} x {self.dtype}"

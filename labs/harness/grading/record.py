@@ -36,7 +36,7 @@ import torch.distributed as dist
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from labs.harness.grading import callers
-from labs.harness.grading.buffers import (DIGESTS, DISTINCT, READ_ONLY, _tensors, changed_lent,
+from labs.harness.grading.buffers import (DIGESTS, DISTINCT, READ_ONLY, _tensors, changed_lent, decoded,
                                           digest, distinct, note_writes, overlap, same_bytes)
 from labs.harness.grading.callers import caller, forbidding  # noqa: F401 (re-exported)
 from labs.harness.grading.ops import SYNC_ONLY, Op, _classify  # noqa: F401 (re-exported)
@@ -149,8 +149,11 @@ def _append(found, func, args):
         op.where, op.api, op.borrowed = where, api, borrowed
         if DIGESTS and DIGESTS[-1] and op.kind == "send":
             op.digest = digest(tensors)
-        if DISTINCT and DISTINCT[-1] and op.kind == "send":
-            op.values = distinct(tensors)
+        if DISTINCT and op.kind == "send":
+            if DISTINCT[-1].positions:
+                op.values, op.descents, op.encoded = decoded(tensors, DISTINCT[-1].positions)
+            else:
+                op.values = distinct(tensors)
         if READ_ONLY and op.kind == "recv":
             op.into = next((name for name, t, _ in READ_ONLY[-1].tensors
                             for b in _tensors(tensors) if overlap(b, t)), "")

@@ -9,6 +9,8 @@ import numpy
 import torch
 import torch.distributed as dist
 
+from labs.harness.grading.buffers import same_bytes
+
 
 def copy_args(x, shift=0):
     """A copy of the arguments: tensors cloned (keeping their subclass), plus `shift` (other
@@ -49,7 +51,7 @@ def snapshot(x) -> list[torch.Tensor]:
 def unchanged(x, snapshot) -> bool:
     now = tensors(x)
     return len(now) == len(snapshot) and all(
-        a.shape == b.shape and torch.equal(a.detach(), b) for a, b in zip(now, snapshot))
+        same_bytes(a.detach(), b) for a, b in zip(now, snapshot))
 
 
 def places(x) -> list[tuple]:

@@ -30,12 +30,37 @@ def _holds_sums(dtype, world_size) -> bool:
     return int(torch.tensor(2 ** world_size - 1).to(dtype).item()) == 2 ** world_size - 1
 
 
-def probe_args(args: tuple, world_size: int, rank: int):
-    """The call's arguments with the data (the first argument) holding 2**rank everywhere:
-    a tensor replaced by a contiguous one of its shape (at least one element per rank: with
-    fewer, which rank's chunk is empty depends on how it is cut), a model by a copy whose
-    gradients hold it. None where the probe says nothing: one rank, or a dtype that cannot
-    hold 2**world_size - 1 exactly."""
+# The positional probe: element j of rank r's data holds 2**r + j * 2**world_size (for a
+# model, j counts on through its gradients), so each element still names the ranks it adds
+# up (its value mod 2**world_size) and also where it sits: a chunk sent reversed or
+# permuted, or values worked out from the sums (differences, deltas), show. Only where the
+# dtype holds every sum exactly: the largest value each dtype holds without rounding.
+POSITIONAL = {torch.float32: 1 << 24, torch.float64: 1 << 53, torch.int32: (1 << 31) - 1,
+              torch.int64: (1 << 63) - 1}
+
+
+def _fits(dtype, numel, world_size) -> bool:
+    largest = 2 ** world_size - 1 + world_size * max(numel - 1, 0) * 2 ** world_size
+    return dtype in POSITIONAL and largest <= POSITIONAL[dtype]
+
+
+def _fill(t, rank, world_size, first):
+    """Fill `t` (in place, keeping its layout) for the probe; positional if `first` is not
+    None (element j holds 2**rank + (first + j) * 2**world_size)."""
+    if first is None:
+        return t.fill_(2 ** rank)
+    where = torch.arange(first, first + t.numel(), dtype=torch.float64).reshape(t.shape)
+    return t.copy_(2 ** rank + where * 2 ** world_size)
+
+
+def probe_args(args: tuple, world_size: int, rank: int, positional=False):
+    """The call's arguments with the data (the first argument) holding 2**rank everywhere
+    (or, `positional`, the positional probe above): a tensor replaced by a contiguous one of
+    its shape (at least one element per rank: with fewer, which rank's chunk is empty
+    depends on how it is cut), a model by a copy whose gradients hold it. None where the
+    probe says nothing: one rank, or a dtype that cannot hold every sum exactly. A model's
+    gradients are positional where they can be (not a non-contiguous one, whose order a
+    body may read either way); the others hold 2**rank."""
     if world_size < 2 or not args:
         return None
     data = args[0]
@@ -44,13 +69,49 @@ def probe_args(args: tuple, world_size: int, rank: int):
         grads = [p.grad for p in model.parameters() if p.grad is not None]
         if not grads or not all(_holds_sums(g.dtype, world_size) for g in grads):
             return None
-        for g in grads:
-            g.fill_(2 ** rank)          # in place: each gradient keeps its layout
-        return (model, *args[1:])
+        total, first, placed = sum(g.numel() for g in grads), 0, False
+        for g in grads:             # in place: each gradient keeps its layout
+            where = positional and g.is_contiguous() and _fits(g.dtype, total, world_size)
+            _fill(g, rank, world_size, first if where else None)
+            first, placed = first + g.numel(), placed or where
+        return (model, *args[1:]) if placed or not positional else None
     if not isinstance(data, torch.Tensor) or not _holds_sums(data.dtype, world_size):
         return None
     shape = data.shape if data.numel() >= world_size else (world_size,)
-    return (torch.full(shape, 2 ** rank, dtype=data.dtype), *args[1:])
+    if positional and not _fits(data.dtype, torch.Size(shape).numel(), world_size):
+        return None
+    probe = torch.empty(shape, dtype=data.dtype)
+    return (_fill(probe, rank, world_size, 0 if positional else None), *args[1:])
+
+
+def slack(args) -> int:
+    """Descents a message may have on the positional probe beyond the reference's: a model's
+    gradients may be packed in any order (one descent between two of them)."""
+    data = args[0] if args else None
+    if isinstance(data, torch.nn.Module):
+        return max(0, sum(p.grad is not None for p in data.parameters()) - 1)
+    return 0
+
+
+def shuffled_problems(mine, reference, allowed) -> list[str]:
+    """On the positional probe: every message keeps the tensor's order, as the
+    reference's do (`allowed` more descents than theirs)."""
+    rank = dist.get_rank()
+    allowed += max((op.descents for op in reference if op.kind == "send"), default=0)
+    for op in mine:
+        if op.kind == "send" and op.encoded:
+            return [f"rank {rank} sent rank {op.peer} {op.encoded} value(s) that add up no "
+                    f"rank's data, {_probe_words(dist.get_world_size(), True)}: the method "
+                    f"sends running sums, not a value worked out from them (a difference "
+                    f"from another element, an encoding)"]
+        if op.kind == "send" and op.descents > allowed:
+            times = "once" if op.descents == 1 else f"{op.descents} times"
+            return [f"rank {rank} sent rank {op.peer} a message whose elements are out of the "
+                    f"tensor's order (an element came after a larger one {times}, when "
+                    f"element j of every rank's data grew with j): send the "
+                    f"running sums themselves, slices of the tensor as they are, not "
+                    f"reversed, permuted or encoded"]
+    return []
 
 
 def _sent(ops, peer) -> list[tuple]:
@@ -92,7 +153,14 @@ def _named(values, world_size) -> str:
     return ", ".join(shown) + (", ..." if len(values) > 6 else "")
 
 
-def _subsets_problems(mine, method, rank, world_size) -> list[str]:
+def _probe_words(world_size, positional) -> str:
+    if positional:
+        return (f"when every rank's data held 2**rank in each element (plus a multiple of "
+                f"2**{world_size} that says where the element sits)")
+    return "when every rank's data held 2**rank everywhere"
+
+
+def _subsets_problems(mine, method, rank, world_size, positional) -> list[str]:
     """sums="subsets" (recursive doubling, halving-doubling: which partner comes first is
     free, so which sum goes to which peer is too, and how many ranks each adds up where
     extra ranks fold in): every value sent adds up a set of ranks that holds the sender and,
@@ -106,7 +174,7 @@ def _subsets_problems(mine, method, rank, world_size) -> list[str]:
                     (v == everyone or op.peer is None or not int(v) >> op.peer & 1))):
                 continue
             return [f"rank {rank} sent rank {op.peer} other values than the method's partial "
-                    f"sums: when every rank's data held 2**rank everywhere, a message held "
+                    f"sums: {_probe_words(world_size, positional)}, a message held "
                     f"{_named([(v, op.dtype)], world_size) or 'many values'}; each message of "
                     f"the method adds up rank {rank}'s own data and other ranks' (not rank "
                     f"{op.peer}'s, until the sum is finished) "
@@ -116,11 +184,11 @@ def _subsets_problems(mine, method, rank, world_size) -> list[str]:
     return []
 
 
-def sums_problems(mine, reference, method) -> list[str]:
+def sums_problems(mine, reference, method, positional=False) -> list[str]:
     """This rank's sends on the probe against the reference's, peer by peer."""
     rank, world_size = dist.get_rank(), dist.get_world_size()
     if method.sums == "subsets":
-        return _subsets_problems(mine, method, rank, world_size)
+        return _subsets_problems(mine, method, rank, world_size, positional)
     scales = (1.0, 1.0 / world_size) if method.sums == "mean" else (1.0,)
     peers = sorted({op.peer for op in mine + reference
                     if op.kind == "send" and op.values and op.peer is not None})
@@ -133,8 +201,8 @@ def sums_problems(mine, reference, method) -> list[str]:
         divided = (" (or each divided by the world size, if you divide before adding)"
                    if len(scales) > 1 else "")
         return [f"rank {rank} sent rank {peer} other values than the method's partial sums: "
-                f"when every rank's data held 2**rank everywhere (so that each sum names the "
-                f"ranks it adds up), its messages to rank {peer} held {held or 'nothing'}; the "
+                f"{_probe_words(world_size, positional)} (so that each sum names the ranks it adds "
+                f"up), its messages to rank {peer} held {held or 'nothing'}; the "
                 f"method sends {_named(expected, world_size) or 'nothing'} there{divided} "
                 f"({_why(method, rank, world_size)}). Send the running sums themselves, not a "
                 f"value worked out from them (negated, encoded, a difference from an earlier "

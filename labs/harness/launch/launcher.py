@@ -48,6 +48,7 @@ START_METHOD = "forkserver"
 # is imported by DistributedDataParallel's constructor and is slow to import: preloaded,
 # every DDP launch forks it ready.
 PRELOAD = ["torch", "torch.distributed", "torch._dynamo", "labs.harness.launch.launcher"]
+_extra_preload: list[str] = []
 # Environment variables a launch forwards to its workers at call time (the fork server's
 # own environment is frozen when it starts).
 FORWARDED_ENV_PREFIX = "P2P_COURSE_"
@@ -72,7 +73,7 @@ def _context():
     ctx = tmp.get_context(START_METHOD)
     with _context_lock:
         if not _context_ready:
-            ctx.set_forkserver_preload(PRELOAD)
+            ctx.set_forkserver_preload(PRELOAD + _extra_preload)
             # Fork one no-op child now, so the first real launch's deadline does not
             # include the fork server importing torch.
             p = ctx.Process(target=_noop)
@@ -84,6 +85,15 @@ def _context():
 
 def _noop():
     pass
+
+
+def preload_also(*modules: str):
+    """Have the fork server import these too (call before the first launch): the test suite
+    preloads pytest and the grading harness, which every grader's workers import, so each
+    rank of each launch does not import them again. Never a lesson module (see PRELOAD)."""
+    if _context_ready:
+        raise RuntimeError("preload_also() must come before the first launch")
+    _extra_preload.extend(m for m in modules if m not in _extra_preload)
 
 
 def _check_fn(fn):

@@ -39,6 +39,10 @@ GRACE = 0.5
 STATUS_WAIT = 1.0
 # With stuck_after: how often the ranks are asked whether they all sit waiting.
 STUCK_POLL = 0.5
+# Bytes a rank must move through its sockets and pipes since the last sign of progress to
+# count as still transferring (a message of megabytes on a loaded machine can take seconds
+# with no op completing); a rank stuck in a wait moves only its status replies, far fewer.
+STUCK_QUIET_BYTES = 64 * 1024
 # After an interrupt, the same question with less patience: you want your prompt back.
 STATUS_WAIT_INTERRUPTED = 0.5
 # After every rank returned: the time they get to destroy the group and exit on their own.

@@ -22,7 +22,7 @@ from labs.harness.launch.messages import (Failed, Hang, Joined, Phase, RankStatu
 from labs.harness.launch.output import read_outputs
 from labs.harness.launch.rendezvous import open_store
 from labs.harness.launch.spec import (DEATH_REAP, GRACE, JOIN_TIMEOUT, KILL_REAP, RELEASE_WAIT,
-                                      STATUS_WAIT, STATUS_WAIT_INTERRUPTED, STUCK_POLL,
+                                      STATUS_WAIT, STATUS_WAIT_INTERRUPTED, STUCK_POLL, STUCK_QUIET_BYTES,
                                       LaunchSpec)
 
 
@@ -146,7 +146,8 @@ class _Supervisor:
 
     def _stuck(self, watch, now) -> bool:
         """Poll the ranks for `watch`; True (and the outcome says so) once they are stuck."""
-        stuck_for = watch.seen(self._poll_statuses(), self.pending, now)
+        moved = {r: bytes_moved(self.procs[r].pid) for r in self.pending}
+        stuck_for = watch.seen(self._poll_statuses(), self.pending, now, moved)
         if stuck_for is not None:
             self.outcome.hang, self.outcome.stuck_for = Hang.STUCK, stuck_for
         return stuck_for is not None
@@ -210,27 +211,41 @@ class _Supervisor:
 
 class _StuckWatch:
     """Is every rank still running sitting in a wait, with nothing posted or completed
-    anywhere, for `stuck_after` seconds? That is a deadlock whatever the machine's load: a
-    rank that is computing, however slowly, is not waiting. (gloo's own timeout can only time
-    one wait, so on a loaded machine a slow peer looks like a hang.)"""
+    anywhere and no bytes moving, for `stuck_after` seconds? That is a deadlock whatever the
+    machine's load: a rank that is computing, however slowly, is not waiting, and one whose
+    large message is still on its way moves bytes. (gloo's own timeout can only time one
+    wait, so on a loaded machine a slow peer looks like a hang.)"""
 
     def __init__(self, stuck_after: float):
         self.stuck_after, self.next_poll = stuck_after, 0.0
-        self.since, self.last = None, None
+        self.since, self.last, self.moved = None, None, {}
 
-    def seen(self, statuses: dict, running: set, now: float) -> float | None:
-        """Take one poll's statuses (`running`: the ranks that should all have answered);
-        the seconds stuck once that reaches stuck_after."""
+    def seen(self, statuses: dict, running: set, now: float, moved: dict) -> float | None:
+        """Take one poll's statuses (`running`: the ranks that should all have answered) and
+        the bytes each rank has moved so far; the seconds stuck once that reaches
+        stuck_after."""
         self.next_poll = time.perf_counter() + STUCK_POLL
         if not statuses or set(statuses) != set(running) or \
                 not all(s.waiting for s in statuses.values()):
             self.since = self.last = None
             return None
         state = {r: s.progress for r, s in statuses.items()}
-        if state != self.last:
-            self.since, self.last = now, state
+        moving = any(n - self.moved.get(r, n) >= STUCK_QUIET_BYTES for r, n in moved.items())
+        if state != self.last or moving:
+            self.since, self.last, self.moved = now, state, moved
             return None
         return now - self.since if now - self.since >= self.stuck_after else None
+
+
+def bytes_moved(pid) -> int:
+    """Bytes the process has read and written through system calls so far (its sockets:
+    gloo's transfers); 0 where /proc cannot say (then only the ranks' status counts)."""
+    try:
+        with open(f"/proc/{pid}/io") as f:
+            fields = dict(line.split(": ") for line in f.read().splitlines())
+        return int(fields["rchar"]) + int(fields["wchar"])
+    except (OSError, KeyError, ValueError):
+        return 0
 
 
 def release(procs, conns, wait=RELEASE_WAIT):
