@@ -14,8 +14,12 @@ from labs.harness.grading import (GradeFailure, call, check_close, check_p2p_onl
                                   check_same_on_every_rank,
                                   fail_if_any, grade, implementation, non_contiguous_case,
                                   p2p_ops, seeded)
+from labs.harness.grading.inputs import every_dtype
 
 DTYPES = ["float32", "float64", "bfloat16", "int64"]
+# The broadcast moves any dtype: the others once each (a tree that widens float16 shows).
+OTHER_DTYPES = [str(d).removeprefix("torch.") for _, d in every_dtype([])
+                if str(d).removeprefix("torch.") not in DTYPES]
 SHAPES = [(), (0,), (1,), (3,), (2, 5), (257,)]
 CASES = [(dtype, shape) for dtype in DTYPES for shape in SHAPES]
 WORLD_SIZES = [1, 2, 3, 4, 5, 6, 7, 8]
@@ -37,7 +41,7 @@ def method_case(world_size):
 
 def broadcast_worker(rank, world_size, impl, cases):
     fn = implementation(impl, "algorithms", "tree_broadcast")
-    return [call(fn, seeded(src, shape, dtype, i) if rank == src
+    return [call(fn, seeded(src, shape, dtype, i, special=True) if rank == src
                  else torch.zeros(shape, dtype=getattr(torch, dtype)), src, must_complete=True)
             for i, (dtype, shape, src) in enumerate(cases)]
 
@@ -172,7 +176,8 @@ def _describe(sends):
 def grade_tree_broadcast(impl, world_size):
     roots = sorted({0, world_size - 1, world_size // 2})
     cases = [(dtype, shape, src) for src in roots for dtype, shape in CASES] + \
-        [(*method_case(world_size), src) for src in roots] + [(*LARGE_CASE, roots[-1])]
+        [(*method_case(world_size), src) for src in roots] + [(*LARGE_CASE, roots[-1])] + \
+        [(dtype, (5,), roots[-1]) for dtype in OTHER_DTYPES]      # "any dtype": moved as is
     results = grade(broadcast_worker, world_size, args=(impl, cases),
                     what="tree_broadcast")
     failures = []
@@ -182,8 +187,8 @@ def grade_tree_broadcast(impl, world_size):
         try:
             for rank in range(world_size):
                 _in_place(results[rank][i], rank, what)
-                check_close(results[rank][i].result, seeded(src, shape, dtype, i), rank=rank,
-                            what=what)
+                check_close(results[rank][i].result, seeded(src, shape, dtype, i, special=True),
+                            rank=rank, what=what)
             if torch.Size(shape).numel():      # the tree on every case that moves data
                 check_tree([r[i] for r in results], src, torch.Size(shape).numel(),
                            world_size, what)

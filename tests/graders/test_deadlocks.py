@@ -19,7 +19,7 @@ CASES = every_dtype([((10,), torch.float32), ((3, 4), torch.int64), ((), torch.f
 # dimension" (6,) against (6, 1), the same elements in the same order.
 CHECKED = ["same", "same int64", "one element more", "float64", "transposed shape",
            "int64 as float64", "float16 as bfloat16", "one more dimension",
-           "last two sizes swapped"]
+           "last two sizes swapped", "a size-0 dimension more", "a leading size 1"]
 # Every world size up to 8 (a body may branch on the world size): with an odd one, the
 # last rank has no partner of the other parity and sits out.
 PAIRED_WORLD_SIZES = [2, 3, 4, 5, 6, 7, 8]
@@ -44,7 +44,9 @@ def _checked_tensor(rank, case):
                     "float16 as bfloat16": ((5,), torch.float16 if odd else torch.bfloat16),
                     "one more dimension": ((6, 1) if odd else (6,), torch.float32),
                     "last two sizes swapped": ((2, 4, 3) if odd else (2, 3, 4),
-                                               torch.float32)}[case]
+                                               torch.float32),
+                    "a size-0 dimension more": ((2, 3, 0) if odd else (2, 3), torch.float32),
+                    "a leading size 1": ((1, 6) if odd else (6,), torch.float32)}[case]
     return seeded(rank, shape, dtype, CHECKED.index(case), special=True)
 
 

@@ -11,7 +11,8 @@ from labs.harness.grading import (WATCHED_LABEL, call, check_close, check_fresh,
 
 # (shape, dtype) cases every safe_ring_shift launch runs one after the other.
 SHIFT_CASES = every_dtype([((16,), torch.float32), ((3, 4), torch.int64), ((), torch.float64),
-                           ((0, 2), torch.float32)]) + [((1 << 20,), torch.float32)]
+                           ((0, 2), torch.float32)]) + [((1 << 20,), torch.float32),
+                                                        ((0, 3), torch.int64)]   # empty, not float
 # (n, k, m, dtype): block (n, k) @ weight (k, m).
 STEP_CASES = [(64, 32, 16, torch.float32), (300, 128, 64, torch.float64)]
 
