@@ -17,6 +17,9 @@ from labs.harness.grading.run import GradeFailure
 FLOAT64_TOL = 1e-12
 
 
+WORDS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
 def check_close(got, expected, *, rank, what, atol=None, rtol=None):
     """`got` has `expected`'s shape and dtype, and its values (exactly, for integers; within
     float64's own precision for float64, whatever the tolerance asked; float32's, or the
@@ -39,9 +42,16 @@ def check_close(got, expected, *, rank, what, atol=None, rtol=None):
                             equal_nan=True)
     if not ok:
         g, e = got.double().flatten(), expected.double().flatten()
-        same = (g == e) & (g.signbit() == e.signbit()) if bits else \
-            torch.isclose(g, e, atol=atol, rtol=rtol)
-        i = int((~(same | (g.isnan() & e.isnan()))).nonzero()[0])
+        if exact:          # in the dtype itself: int64 beyond 2**53 has no double of its own
+            same = got.flatten() == expected.flatten()
+        elif bits:         # bit for bit: a NaN's sign and payload too
+            word = WORDS[got.element_size()]
+            same = got.reshape(-1).contiguous().view(word) == \
+                expected.reshape(-1).contiguous().view(word)
+        else:
+            same = torch.isclose(g, e, atol=atol, rtol=rtol) | (g.isnan() & e.isnan())
+        wrong = (~same).nonzero()
+        i = int(wrong[0]) if len(wrong) else 0
         diff = (g - e).abs().nan_to_num(nan=float("inf"))
         rule = ("exact match required for integers" if exact else "the same bits required: "
                 "the data is moved, not computed" if bits else f"atol={atol}, rtol={rtol}")
