@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 
 import torch
 import torch.distributed as dist
@@ -103,9 +104,15 @@ def tcp_store_listens_on_every_interface():
     from labs.harness.commands.listeners import EVERY_INTERFACE, held_by, host_of, listening
     store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
     try:
-        ours = held_by([os.getpid()])
-        hosts = sorted({host_of(a) for inode, a in listening().items() if inode in ours
-                        and a.endswith(f":{store.port}")})
+        # /proc/net/tcp is read in pieces, not atomically: while other sockets come and go
+        # (a busy machine) a line can be missed. Nothing seen is read again, a few times.
+        for _ in range(5):
+            ours = held_by([os.getpid()])
+            hosts = sorted({host_of(a) for inode, a in listening().items() if inode in ours
+                            and a.endswith(f":{store.port}")})
+            if hosts:
+                break
+            time.sleep(0.1)
     finally:
         del store
     holds = bool(hosts) and all(h in EVERY_INTERFACE for h in hosts)
