@@ -18,6 +18,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from labs.harness.grading import (GradeFailure, call, check_close, check_one_batch,
                                   check_p2p_only, grade, implementation, p2p_ops, seeded)
+from labs.harness.grading.inputs import exact_mean, exactly_summed, significant_bits
 
 WHAT = "fixed_average_gradients"
 # An MLP with 4 parameters of different shapes, and a Linear with 2: fewer parameters
@@ -31,9 +32,15 @@ CASES = [("mlp", torch.float32), ("linear", torch.float64), ("linear", torch.flo
          ("mlp", torch.bfloat16), ("large", torch.float32),
          # a gradient that is all zero on one rank still counts (0 + the others) / W; and
          # gradients beyond float16's range (65504), which bfloat16 holds
-         ("mlp, zero on rank 0", torch.float32), ("linear, large values", torch.bfloat16)]
+         ("mlp, zero on rank 0", torch.float32), ("linear, large values", torch.bfloat16)] + \
+    [("mlp, exactly summed", d) for d in (torch.float16, torch.bfloat16, torch.float32,
+                                          torch.float64)]
 # DDP adds the gradients up in another order than a body may: within the dtype's rounding.
 ATOL = {torch.float16: 2e-3, torch.bfloat16: 2e-2}
+# Exactly summed gradients (inputs.exactly_summed): every right order gives the exact mean,
+# so a sum through a narrower type (float16 added up in bfloat16) is off by several ulps
+# where DDP's tolerance above would hide it. One ulp is allowed, for a reciprocal rounded
+# to the dtype (grad * (1 / W)).
 
 
 def average_worker(rank, world_size, impl):
@@ -52,6 +59,10 @@ def average_worker(rank, world_size, impl):
             y = y * 1e6
         for net in (model, twin):
             nn.functional.mse_loss(net(x), y).backward()
+        if name.endswith("exactly summed"):
+            for k, (p, q) in enumerate(zip(model.parameters(), twin.parameters())):
+                p.grad = exactly_summed(rank, world_size, p.shape, dtype, 10 * i + k)
+                q.grad = exact_mean(world_size, p.shape, dtype, 10 * i + k)
         params = [p.detach().clone() for p in model.parameters()]
         done = call(fixed_average_gradients, model, must_complete=True,
                     case=f"{name} model, {str(dtype).replace('torch.', '')}")
@@ -88,7 +99,9 @@ def check_sent_to_everyone(events, what, rank, world_size, numel):
 
 @pytest.mark.parametrize("world_size", [1, 2, 3, 4, 5, 6, 7, 8])
 def test_fixed_average_gradients(impl, world_size):
-    results = grade(average_worker, world_size, args=(impl,), timeout=10, what=WHAT)
+    # 30 s: 8 ranks exchanging 2^20 gradients on 2 cores take ~10 s in some right styles; a
+    # deadlock is found in seconds by the stuck watch, not by this deadline
+    results = grade(average_worker, world_size, args=(impl,), timeout=30, what=WHAT)
     for rank, records in enumerate(results):
         for (name, dtype), r in zip(CASES, records):
             what = f"{WHAT} ({name} model, {str(dtype).replace('torch.', '')}, " \
@@ -98,9 +111,11 @@ def test_fixed_average_gradients(impl, world_size):
             for k, (got, expected) in enumerate(zip(r["grads"], r["ddp"])):
                 # large values: a sum's rounding is relative to its terms, not to the sum
                 scale = float(expected.abs().max()) if name.endswith("large values") else 1.0
-                check_close(got, expected, rank=rank, atol=ATOL.get(dtype, 1e-6) * scale,
-                            rtol=ATOL.get(dtype),
-                            what=f"{what}, gradient of parameter {k} (expected DDP's)")
+                atol, rtol, of = ATOL.get(dtype, 1e-6) * scale, ATOL.get(dtype), "DDP's"
+                if name.endswith("exactly summed"):                             # 1 ulp
+                    atol, rtol, of = 0.0, 2.0 ** (1 - significant_bits(dtype)), "the exact mean"
+                check_close(got, expected, rank=rank, atol=atol, rtol=rtol,
+                            what=f"{what}, gradient of parameter {k} (expected {of})")
             if not r["params_kept"]:
                 raise GradeFailure(f"{what}: rank {rank} changed the parameters themselves; "
                                    f"only their .grad may change")

@@ -8,6 +8,7 @@ and only a grader may ask for them: a call from any other code fails the grade.
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -40,16 +41,19 @@ def every_dtype(cases, shape=(5,), numeric=False) -> list:
 SPECIAL = (float("nan"), float("inf"), float("-inf"), -0.0)
 
 
-def seeded(rank, shape, dtype, seed=0, special=False):
-    """Rank `rank`'s input for case `seed`, the same on every run: for graders only.
-    `special`: a floating tensor of more than 4 elements starts with NaN, inf, -inf, -0.0
-    after its first (for exercises that move data, never add it)."""
-    caller = sys._getframe(1).f_code.co_filename
+def _graders_only(caller):
     if not any(part in caller for part in _GRADERS) or \
             os.sep + "bodies" + os.sep in caller:
         raise GradeFailure(
             f"{os.path.basename(caller)} asked the graders for their inputs: an answer must be "
             f"made of what arrived from the other ranks, not rebuilt from the grader's data")
+
+
+def seeded(rank, shape, dtype, seed=0, special=False):
+    """Rank `rank`'s input for case `seed`, the same on every run: for graders only.
+    `special`: a floating tensor of more than 4 elements starts with NaN, inf, -inf, -0.0
+    after its first (for exercises that move data, never add it)."""
+    _graders_only(sys._getframe(1).f_code.co_filename)
     drawn = data.seeded(rank, shape, dtype, seed + FAR)
     if drawn.dtype == torch.int64:       # beyond 2**53: a sum through any float is wrong
         wide = torch.Generator().manual_seed(1000 * (seed + FAR) + rank + 1)
@@ -61,3 +65,30 @@ def seeded(rank, shape, dtype, seed=0, special=False):
     if special and drawn.is_floating_point() and drawn.numel() > len(SPECIAL):
         drawn.view(-1)[1:1 + len(SPECIAL)] = torch.tensor(SPECIAL, dtype=drawn.dtype)
     return drawn
+
+
+def significant_bits(dtype) -> int:
+    """11 for float16, 8 for bfloat16, 24 for float32, 53 for float64."""
+    return 1 - int(math.log2(torch.finfo(dtype).eps))
+
+
+def exactly_summed(rank, world_size, shape, dtype, seed=0):
+    """Rank `rank`'s values for an average that every right order computes EXACTLY in
+    `dtype`: multiples of W's odd factor, on a grid where every partial sum over the W ranks
+    fits the dtype's significant bits. So (a + b + ...) / W, a/W + b/W + ..., a float32
+    accumulator or a tree of sums all give the same bits, and a sum through a narrower type
+    (float16 through bfloat16, float64 through float32) is off by several ulps."""
+    _graders_only(sys._getframe(1).f_code.co_filename)
+    bits = significant_bits(dtype)
+    odd = world_size // (world_size & -world_size)
+    top = (2 ** bits - 1) // (world_size * odd)
+    draw = torch.Generator().manual_seed(1000 * (seed + FAR) + 17 * world_size + rank)
+    k = torch.randint(1, top + 1, shape, generator=draw, dtype=torch.int64)
+    return (k * odd).to(torch.float64).mul_(2.0 ** -bits).to(dtype)
+
+
+def exact_mean(world_size, shape, dtype, seed=0):
+    """The mean of exactly_summed over the W ranks, exact in `dtype` by construction."""
+    total = sum(exactly_summed(r, world_size, shape, dtype, seed).double()
+                for r in range(world_size))
+    return (total / world_size).to(dtype)
