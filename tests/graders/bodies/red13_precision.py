@@ -58,7 +58,7 @@ def others_summed_in_bf16(model):
 # WRONG: a float32 model's gradients exchanged and added in float16 ("half the bytes"): the
 # sums round at 11 bits.
 def f32_sent_as_f16(model):
-    rank, ws = dist.get_rank(), dist.get_world_size()
+    ws = dist.get_world_size()
     params = list(model.parameters())
     narrow = [p.grad.to(torch.float16) if p.grad.dtype == torch.float32 else p.grad
               for p in params]
