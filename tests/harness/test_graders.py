@@ -930,6 +930,21 @@ WRONG += [
     (test_snippets.test_fixed_average_gradients, 2, P13 + "f32_sent_as_f16",
      "never widened or narrowed"),
 ]
+# the weight's values taken out of the grader's sight, the product computed after the wait
+E13 = "red13_escape:"
+LATE = ") before computing block @ weight"
+WRONG += [
+    (test_waiting.test_overlapped_step, 3, T12A + "step_product_after_wait_via_item",
+     "the weight left torch (item)"),
+    (test_waiting.test_overlapped_step, 2, E13 + "via_pickle", LATE),
+    (test_waiting.test_overlapped_step, 2, E13 + "via_torch_save", "called torch.save()"),
+    (test_waiting.test_overlapped_step, 2, E13 + "via_data", LATE),
+    (test_waiting.test_overlapped_step, 2, E13 + "via_deepcopy", "__deepcopy__"),
+    (test_waiting.test_overlapped_step, 2, E13 + "via_float", "the weight left torch"),
+    (test_waiting.test_overlapped_step, 2, E13 + "via_repr", "raised ValueError"),
+    (test_waiting.test_overlapped_step, 2, E13 + "via_bytes_of_view", "the weight left torch"),
+    (test_waiting.test_overlapped_step, 2, E13 + "via_parameter", LATE),
+]
 RIGHT += [
     (test_snippets.test_fixed_average_gradients, 3, P13 + "accumulate_in_f32"),
     (test_snippets.test_fixed_average_gradients, 5, P13 + "divide_then_add"),

@@ -26,8 +26,9 @@ class Watched(torch.Tensor):
     products (cat, +), calls that only look at the other tensor's shape or dtype
     (`type_as`, `to`, `view_as`, ...) and calls that return no tensor (`result_type`,
     `equal`) are not. The tensor stays watched through views, copies (into a plain tensor
-    too: copy_, out=) and `as_subclass`; taking its values out of torch (numpy, tolist, its
-    storage or address) is refused: the grader could not see the product."""
+    too: copy_, out=) and `as_subclass`; taking its values out of torch (numpy, tolist, item,
+    float(), its storage or address) is refused: the grader could not see the product.
+    Printed, it shows its shape and dtype only (a repr parsed back is a way out too)."""
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -36,6 +37,9 @@ class Watched(torch.Tensor):
             raise GradeFailure(f"the weight left torch ({getattr(func, '__name__', func)}): the "
                                f"grader sees when the product is computed only when torch "
                                f"computes it; write block @ weight with torch")
+        if func in _PRINTS and not by_the_machinery():    # text is a way out too
+            return f"<the grader's weight (or what came of it): {tuple(args[0].shape)}, " \
+                   f"{args[0].dtype}; its values are not printed while graded>"
         if func is torch.Tensor.as_subclass:          # stays watched
             return super().__torch_function__(func, types, (args[0], cls), {})
         tensors = _all_tensors((args, kwargs))
@@ -62,7 +66,11 @@ class Watched(torch.Tensor):
 
 _ESCAPES = {torch.Tensor.numpy, torch.Tensor.tolist, torch.Tensor.__array__,
             torch.Tensor.__dlpack__, torch.Tensor.untyped_storage, torch.Tensor.storage,
-            torch.Tensor._typed_storage, torch.Tensor.data_ptr}
+            torch.Tensor._typed_storage, torch.Tensor.data_ptr,
+            # one value at a time, as a Python number (a bool reads one bit: not refused)
+            torch.Tensor.item, torch.Tensor.__float__, torch.Tensor.__int__,
+            torch.Tensor.__index__, torch.Tensor.__complex__}
+_PRINTS = {torch.Tensor.__repr__, torch.Tensor.__str__, torch.Tensor.__format__}
 # Calls that read another tensor's shape, dtype or device only: no arithmetic with the weight.
 _SHAPE_ONLY = {torch.Tensor.to, torch.Tensor.type_as, torch.Tensor.view_as,
                torch.Tensor.reshape_as, torch.Tensor.expand_as, torch.Tensor.is_same_size,
