@@ -24,6 +24,7 @@ class Noting:
     """How the record notes what a send holds on a probe of labs.harness.grading.sums."""
 
     positions: int = 0        # > 0: the positional probe of that world size (decoded)
+    starts: tuple = ()        # a model's: where each gradient's positions start (sums.pieces)
 
 
 @dataclass
@@ -88,25 +89,36 @@ def distinct(tensors) -> tuple:
     return tuple(values[:KEPT_VALUES]) + ((None,) if len(values) > KEPT_VALUES else ())
 
 
-def decoded(tensors, world_size) -> tuple[tuple, int, int]:
+def decoded(tensors, world_size, starts=()) -> tuple[tuple, int, int, int]:
     """On the positional probe (sums.py: element j of rank r's data holds 2**r + j * 2**p):
     the distinct partial sums a message holds, each element's value mod 2**p (the ranks it
     adds up), an element that adds up no rank kept as it is (an encoded value: it matches no
     sum); its descents: how often an element is smaller than the one before it (zeros, the
-    padding, left out; a message cut from the tensor keeps its order: none); and how many
-    of its elements add up no rank (a partial sum divided by the world size still does)."""
+    padding, left out; a message cut from the tensor keeps its order: none); how many
+    of its elements add up no rank (a partial sum divided by the world size still does);
+    and its pieces: how many of a model's gradients (`starts`) its elements come from (a
+    sum of k ranks at position j holds k * j * 2**p beyond its ranks: j is found again)."""
     with torch._C.DisableTorchFunctionSubclass():
         parts = [t.detach().reshape(-1).to(torch.float64) for t in _tensors(tensors) if t.numel()]
         if not parts:
-            return (), 0, 0
+            return (), 0, 0, 1
         flat = torch.cat(parts)
         flat = flat[flat != 0]
         sums = torch.remainder(flat, 2 ** world_size)
         noted = torch.where(sums == 0, flat, sums)
         values = torch.unique(noted).tolist()
         descents, encoded = int((flat[1:] < flat[:-1]).sum()), int((sums == 0).sum())
+        count = 1
+        whole = (sums > 0) & (sums == sums.round())
+        if starts and bool(whole.any()):
+            ranks = sums[whole].long()
+            k = sum((ranks >> b) & 1 for b in range(world_size))
+            where = torch.div((flat[whole] - sums[whole]) / 2 ** world_size, k,
+                              rounding_mode="floor")
+            count = len(torch.unique(torch.searchsorted(
+                torch.tensor(starts, dtype=torch.float64), where, right=True)))
     kept = tuple(values[:KEPT_VALUES]) + ((None,) if len(values) > KEPT_VALUES else ())
-    return kept, descents, encoded
+    return kept, descents, encoded, count
 
 
 def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:

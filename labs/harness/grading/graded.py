@@ -47,7 +47,7 @@ from labs.harness.grading.order import order_problems
 from labs.harness.grading.private import private_names
 from labs.harness.grading.record import forbidding, install, outstanding, record
 from labs.harness.grading.run import GradeFailure
-from labs.harness.grading.sums import probe_args, shuffled_problems, slack, sums_problems
+from labs.harness.grading.sums import pieces, probe_args, shuffled_problems, sums_problems
 from labs.harness.grading.state import (_modules, _parameters, copy_args, grads_problems,
                                          memory_problems, places, shares_memory, snapshot,
                                          state, state_problems, tensors, unchanged, written)
@@ -256,8 +256,9 @@ class GradedBody:
         positional = probe_args(args, world_size, rank, positional=True)
         plain = probe_args(args, world_size, rank) \
             if positional is None or self.method.sums == "mean" else None
-        for probe, noting in ((positional, Noting(world_size)), (plain, Noting())):
-            problems = self._probe_once(probe, kwargs, noting, slack(args)) if probe else []
+        starts, loose = pieces(args, world_size)
+        for probe, noting in ((positional, Noting(world_size, starts)), (plain, Noting())):
+            problems = self._probe_once(probe, kwargs, noting, loose) if probe else []
             if problems:
                 return problems
         return []

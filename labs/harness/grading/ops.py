@@ -53,6 +53,7 @@ class Op:
     values: tuple = ()            # a send's distinct values at post (on a sums probe)
     descents: int = 0             # on the positional probe: elements out of the tensor's order
     encoded: int = 0              # on the positional probe: elements that add up no rank
+    pieces: int = 1               # on the positional probe: the model's gradients it holds
 
     def describe(self) -> str:
         size = f"{self.numel} x {self.dtype}"

@@ -151,7 +151,8 @@ def _append(found, func, args):
             op.digest = digest(tensors)
         if DISTINCT and op.kind == "send":
             if DISTINCT[-1].positions:
-                op.values, op.descents, op.encoded = decoded(tensors, DISTINCT[-1].positions)
+                op.values, op.descents, op.encoded, op.pieces = decoded(
+                    tensors, DISTINCT[-1].positions, DISTINCT[-1].starts)
             else:
                 op.values = distinct(tensors)
         if READ_ONLY and op.kind == "recv":

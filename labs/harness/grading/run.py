@@ -15,8 +15,10 @@ from labs.harness.ranks.exercises import SOLUTIONS_ENV
 HANG_SECONDS = 3.0
 # gloo's own per-op timeout stays as a backstop, for a hang the ranks' status cannot see (a
 # rank blocked outside torch.distributed while its peers wait). gloo can only time one wait,
-# so it must be long enough for a peer to compute that long on a loaded machine.
-BACKSTOP_SECONDS = 20.0
+# so it must be long enough for a peer to compute that long on a loaded machine: at 20 s,
+# right bodies on the largest cases of the ring graders (60 s deadlines) timed out at a
+# load of 12 on 2 cores; deadlocks are found by HANG_SECONDS, not by this.
+BACKSTOP_SECONDS = 40.0
 # The exercises the running grader test grades (tests/conftest.py sets it from the test's
 # name or its `grades` marker): an unsolved one of these is "not started"; any other
 # unsolved exercise the body calls is a dependency ("waiting").

@@ -69,12 +69,11 @@ def probe_args(args: tuple, world_size: int, rank: int, positional=False):
         grads = [p.grad for p in model.parameters() if p.grad is not None]
         if not grads or not all(_holds_sums(g.dtype, world_size) for g in grads):
             return None
-        total, first, placed = sum(g.numel() for g in grads), 0, False
-        for g in grads:             # in place: each gradient keeps its layout
-            where = positional and g.is_contiguous() and _fits(g.dtype, total, world_size)
-            _fill(g, rank, world_size, first if where else None)
-            first, placed = first + g.numel(), placed or where
-        return (model, *args[1:]) if placed or not positional else None
+        firsts = _layout(grads, world_size) if positional else [None] * len(grads)
+        for g, first in zip(grads, firsts):     # in place: each gradient keeps its layout
+            _fill(g, rank, world_size, first)
+        return (model, *args[1:]) if any(f is not None for f in firsts) or not positional \
+            else None
     if not isinstance(data, torch.Tensor) or not _holds_sums(data.dtype, world_size):
         return None
     shape = data.shape if data.numel() >= world_size else (world_size,)
@@ -84,27 +83,52 @@ def probe_args(args: tuple, world_size: int, rank: int, positional=False):
     return (_fill(probe, rank, world_size, 0 if positional else None), *args[1:])
 
 
-def slack(args) -> int:
-    """Descents a message may have on the positional probe beyond the reference's: a model's
-    gradients may be packed in any order (one descent between two of them)."""
+def _layout(grads, world_size) -> list:
+    """Where each gradient's positions start on the positional probe (j counts on through
+    the gradients), or None for one that holds 2**rank everywhere: a non-contiguous one,
+    whose order a body may read either way."""
+    total, first, firsts = sum(g.numel() for g in grads), 0, []
+    for g in grads:
+        where = g.is_contiguous() and _fits(g.dtype, total, world_size)
+        firsts.append(first if where else None)
+        first += g.numel()
+    return firsts
+
+
+def pieces(args, world_size) -> tuple[tuple, int]:
+    """For a model on the positional probe: where each positional gradient starts (a message
+    may hold pieces of several, packed in any order: one descent between two pieces), and
+    how many non-contiguous gradients hold 2**rank everywhere beside them (they may sit
+    anywhere in a message of their dtype)."""
     data = args[0] if args else None
-    if isinstance(data, torch.nn.Module):
-        return max(0, sum(p.grad is not None for p in data.parameters()) - 1)
-    return 0
+    if not isinstance(data, torch.nn.Module):
+        return (), 0
+    grads = [p.grad for p in data.parameters() if p.grad is not None]
+    if not grads or not all(_holds_sums(g.dtype, world_size) for g in grads):
+        return (), 0
+    firsts, total = _layout(grads, world_size), sum(g.numel() for g in grads)
+    # Those that hold 2**rank because the dtype cannot hold positions (float16) travel in
+    # messages of their own dtype, where every value is the same sum: no descent.
+    return tuple(f for f in firsts if f is not None), \
+        sum(f is None and _fits(g.dtype, total, world_size) for g, f in zip(grads, firsts))
 
 
-def shuffled_problems(mine, reference, allowed) -> list[str]:
-    """On the positional probe: every message keeps the tensor's order, as the
-    reference's do (`allowed` more descents than theirs)."""
+def shuffled_problems(mine, reference, loose=0) -> list[str]:
+    """On the positional probe: every message keeps the tensor's order, as the reference's
+    do: one descent between two pieces of different gradients (a model's gradients may be
+    packed in any order), `loose` more for gradients the probe cannot place, and as many
+    more as the reference's messages have beyond their own pieces."""
     rank = dist.get_rank()
-    allowed += max((op.descents for op in reference if op.kind == "send"), default=0)
+    loose += max((op.descents - op.pieces + 1 for op in reference if op.kind == "send"),
+                 default=0)
+    loose = max(loose, 0)
     for op in mine:
         if op.kind == "send" and op.encoded:
             return [f"rank {rank} sent rank {op.peer} {op.encoded} value(s) that add up no "
                     f"rank's data, {_probe_words(dist.get_world_size(), True)}: the method "
                     f"sends running sums, not a value worked out from them (a difference "
                     f"from another element, an encoding)"]
-        if op.kind == "send" and op.descents > allowed:
+        if op.kind == "send" and op.descents > loose + op.pieces - 1:
             times = "once" if op.descents == 1 else f"{op.descents} times"
             return [f"rank {rank} sent rank {op.peer} a message whose elements are out of the "
                     f"tensor's order (an element came after a larger one {times}, when "
