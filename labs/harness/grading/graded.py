@@ -245,7 +245,7 @@ class GradedBody:
 
     def _sums_probe(self, args, kwargs, refused) -> list[str]:
         """The body again, beside the reference, on the probes of labs.harness.grading.sums:
-        the positional one where the dtype and size allow (the same partial sums to every
+        the positional one where the dtype allows (the same partial sums to every
         peer, each message in the tensor's order), else every rank's tensor 2**rank
         everywhere (the same sums). A mean (divided before it adds) does not decode: there
         the positional probe checks the order only, the plain one the sums. Not where the

@@ -34,9 +34,10 @@ def _holds_sums(dtype, world_size) -> bool:
 # model, j counts on through its gradients), so each element still names the ranks it adds
 # up (its value mod 2**world_size) and also where it sits: a chunk sent reversed or
 # permuted, or values worked out from the sums (differences, deltas), show. Only where the
-# dtype holds every sum exactly: the largest value each dtype holds without rounding.
-POSITIONAL = {torch.float32: 1 << 24, torch.float64: 1 << 53, torch.int32: (1 << 31) - 1,
-              torch.int64: (1 << 63) - 1}
+# dtype holds every sum exactly: the largest value each dtype holds without rounding (a
+# large tensor's elements share positions block by block: _block).
+POSITIONAL = {torch.float16: 1 << 11, torch.bfloat16: 1 << 8, torch.float32: 1 << 24,
+              torch.float64: 1 << 53, torch.int32: (1 << 31) - 1, torch.int64: (1 << 63) - 1}
 
 
 def _fits(dtype, numel, world_size) -> bool:
@@ -44,13 +45,23 @@ def _fits(dtype, numel, world_size) -> bool:
     return dtype in POSITIONAL and largest <= POSITIONAL[dtype]
 
 
-def _fill(t, rank, world_size, first):
+def _block(dtype, numel, world_size) -> int:
+    """How many elements share a position so that `numel` of them fit `dtype`: 1 where
+    they all fit. A large tensor's positions then grow block by block: a chunk still shows
+    reversed, rotated or interleaved (only a permutation inside one block does not)."""
+    if _fits(dtype, numel, world_size):
+        return 1
+    most = (POSITIONAL[dtype] - 2 ** world_size + 1) // (world_size * 2 ** world_size) + 1
+    return -(-numel // most)
+
+
+def _fill(t, rank, world_size, first, block=1):
     """Fill `t` (in place, keeping its layout) for the probe; positional if `first` is not
-    None (element j holds 2**rank + (first + j) * 2**world_size)."""
+    None (element j holds 2**rank + ((first + j) // block) * 2**world_size)."""
     if first is None:
         return t.fill_(2 ** rank)
     where = torch.arange(first, first + t.numel(), dtype=torch.float64).reshape(t.shape)
-    return t.copy_(2 ** rank + where * 2 ** world_size)
+    return t.copy_(2 ** rank + torch.div(where, block, rounding_mode="floor") * 2 ** world_size)
 
 
 def probe_args(args: tuple, world_size: int, rank: int, positional=False):
@@ -77,10 +88,11 @@ def probe_args(args: tuple, world_size: int, rank: int, positional=False):
     if not isinstance(data, torch.Tensor) or not _holds_sums(data.dtype, world_size):
         return None
     shape = data.shape if data.numel() >= world_size else (world_size,)
-    if positional and not _fits(data.dtype, torch.Size(shape).numel(), world_size):
+    if positional and data.dtype not in POSITIONAL:
         return None
     probe = torch.empty(shape, dtype=data.dtype)
-    return (_fill(probe, rank, world_size, 0 if positional else None), *args[1:])
+    block = _block(data.dtype, torch.Size(shape).numel(), world_size) if positional else 1
+    return (_fill(probe, rank, world_size, 0 if positional else None, block), *args[1:])
 
 
 def _layout(grads, world_size) -> list:
