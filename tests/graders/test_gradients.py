@@ -32,12 +32,17 @@ from tests.graders.spy import spying
 BUCKETS = (1, 25, 60, 10**9)
 # Any world size: a body may branch on it, so every one up to 8 is graded.
 WORLD_SIZES = [1, 2, 3, 4, 5, 6, 7, 8]
+# As the ring graders: the 2^20-weight model on 5-8 ranks on 2 cores keeps a rank computing
+# (its probes) for over 20 s while the others wait in gloo, under load; gloo's backstop is
+# then 40 s (run.BACKSTOP_SECONDS). A deadlock is found in seconds by the stuck watch.
+DEADLINE = 60
 
 
 @pytest.mark.parametrize("world_size", WORLD_SIZES)
 def test_average_gradients_all_to_all(impl, world_size):
     name = "average_gradients_all_to_all"
-    results = grade(averaging_worker, world_size, args=(impl, name), what=name)
+    results = grade(averaging_worker, world_size, args=(impl, name), what=name,
+                    timeout=DEADLINE)
     check_means(results, world_size)
     if world_size > 1:
         for rank, records in enumerate(results):
@@ -49,7 +54,8 @@ def test_average_gradients_all_to_all(impl, world_size):
 @pytest.mark.parametrize("world_size", WORLD_SIZES)
 def test_average_gradients_ring(impl, world_size):
     name = "average_gradients_ring"
-    results = grade(averaging_worker, world_size, args=(impl, name), what=name)
+    results = grade(averaging_worker, world_size, args=(impl, name), what=name,
+                    timeout=DEADLINE)
     check_means(results, world_size, on_your_ring=impl == "labs")
     check_ring_calls(results, world_size, by_dtype=True)
 
@@ -57,7 +63,8 @@ def test_average_gradients_ring(impl, world_size):
 @pytest.mark.parametrize("world_size", WORLD_SIZES)
 def test_average_gradients_bucketed(impl, world_size):
     name = "average_gradients_bucketed"
-    results = grade(averaging_worker, world_size, args=(impl, name), what=name)
+    results = grade(averaging_worker, world_size, args=(impl, name), what=name,
+                    timeout=DEADLINE)
     check_means(results, world_size, on_your_ring=impl == "labs")
     check_ring_calls(results, world_size, by_dtype=False)
 
