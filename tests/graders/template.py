@@ -7,7 +7,7 @@ it against the template's stub and reference body. The helpers, in
 labs/harness/grading, make each failure say which case, which rank, expected vs got.
 Check the method the exercise teaches from each call's trace (`got.events`), not only the
 values, and add the wrong bodies learners write, and one correct body in another style, to
-tests/graders/bodies/<module>.py and tests/harness/test_graders.py.
+tests/graders/bodies/<module>.py and tests/harness/catalogue/.
 """
 import pytest
 import torch

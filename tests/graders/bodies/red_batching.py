@@ -1,5 +1,5 @@
 """Red-team bodies, as they were
-written; listed in tests/harness/test_graders.py."""
+written; listed in tests/harness/catalogue/."""
 import torch
 import torch.distributed as dist
 from labs.batching import DATA_TAG, SIZE_TAG

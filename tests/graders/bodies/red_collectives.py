@@ -1,5 +1,5 @@
 """Red-team bodies for lesson 07 (collectives), as they were
-written; listed in tests/harness/test_graders.py."""
+written; listed in tests/harness/catalogue/."""
 import torch
 import torch.distributed as dist
 

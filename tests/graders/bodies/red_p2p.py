@@ -1,5 +1,5 @@
 """Red-team bodies for lesson 01 (ping_pong, pass_token), as they were
-written; listed in tests/harness/test_graders.py."""
+written; listed in tests/harness/catalogue/."""
 import time
 
 import torch

@@ -1,5 +1,5 @@
 """Red-team bodies for lesson 03 (safe_ring_shift, overlapped_step), as they were
-written; listed in tests/harness/test_graders.py."""
+written; listed in tests/harness/catalogue/."""
 
 import torch
 import torch.distributed as dist
