@@ -80,10 +80,12 @@ def check_ring_calls(results, world_size, by_dtype):
             wanted = sorted(plan) if by_dtype else plan
             if seen == wanted:
                 continue
-            shown = ", ".join(f"{n} x {d}" for n, d in rings) or "none"
+            shown = ", ".join(f"{n} x {d}" for n, d in rings)
             expected = ", ".join(f"{n} x {d}" for n, d in wanted)
+            called = f"called ring_all_reduce on [{shown}]" if rings else \
+                "never called ring_all_reduce (from labs.ring: your lesson-05 ring)"
             raise GradeFailure(
-                f"{label} called ring_all_reduce on [{shown}]; expected [{expected}]: " + (
+                f"{label} {called}; expected [{expected}]: " + (
                     "one flat buffer per dtype, each reduced in its own dtype (promoting "
                     "float32 gradients to float64 doubles their bytes and changes their "
                     "rounding)" if by_dtype else

@@ -301,6 +301,20 @@ WRONG += [
     (test_snippets.test_fixed_average_gradients, 2, M14 + "avg_into_kept_receive_buffer", KEPT),
 ]
 RIGHT += [(test_snippets.test_fixed_average_gradients, 3, M14 + "avg_kept_receive_buffers")]
+# correct bodies in styles from other sources, where the contract leaves the style free
+S14 = "red14_styles:"
+RIGHT += [
+    (test_ring.test_ring_all_reduce, 7, S14 + "ar_isend_irecv"),
+    (test_ring.test_ring_reduce_scatter, 4, S14 + "rs_narrow"),
+    (test_algorithms.test_recursive_doubling_all_reduce, 6, S14 + "doubling_blocking_pairs"),
+    (test_algorithms.test_halving_doubling_all_reduce, 6, S14 + "hd_fresh_buffers"),
+    (test_algorithms.test_tree_broadcast, 5, S14 + "tree_isend_children"),
+    (test_gradients.test_average_gradients_ring, 3, S14 + "ring_avg_flatten_dense"),
+    (test_p2p.test_ping_pong, 3, S14 + "ping_pong_isend_irecv"),
+    (test_p2p.test_pass_token, 4, S14 + "pass_token_tagged"),
+    (test_waiting.test_safe_ring_shift, 3, S14 + "shift_recv_first"),
+    (test_patterns.test_rotate_kv, 3, S14 + "rotate_kv_loop"),
+]
 
 # Lesson 12's script exercise, graded through the doctor: clean is not enough, the method is
 # point to point, one edge value each way per neighbour per step.
