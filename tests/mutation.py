@@ -7,7 +7,10 @@ comparison flipped, a branch skipped or always taken, a wait() dropped, a messag
 to float64, a receive buffer kept and reused between calls, a collective added, and the
 exercise's built-in (`dist.all_reduce`, `dist.all_gather`, ...) taken always, beyond 4 ranks,
 or for large inputs. One kind is expected to SURVIVE, as a correct body in another style:
-an extra barrier() before the body, which moves no data. A survivor of any other kind is
+an extra barrier() before the body, which moves no data, where every rank runs that body
+(in a pair's exchange, a pipeline stage's send or the doubling the extra ranks skip, the
+barrier waits for ranks that never come: that kill is right, and the report says why it
+happened). A survivor of any other kind is
 a hole in the grader, or an equivalent mutant (the same behaviour): the report lists each
 one with its change.
 
@@ -343,6 +346,11 @@ def main(argv=None) -> int:
             if m.outcome == "survived":
                 expected = " (expected: moves no data)" if m.kind in EXPECTED_TO_SURVIVE else ""
                 print(f"    survived: {m.kind}: {m.change}{expected}", flush=True)
+            elif m.kind in EXPECTED_TO_SURVIVE:
+                # right only where every rank calls the code it sits in: a barrier in a pair's
+                # exchange, or in the doubling the extra ranks skip, hangs (the kill is right)
+                print(f"    killed though expected to survive: {m.kind}: {m.change}: "
+                      f"{m.outcome[:150]}", flush=True)
     report = Path(options.report)
     report.parent.mkdir(parents=True, exist_ok=True)
     report.write_text(json.dumps([{k: v for k, v in asdict(m).items() if k != "source"}
