@@ -253,6 +253,7 @@ def _star_broadcast(tensor, src):
 # Everything notebook 10 and the benchmark run, by name: fn(tensor), in place.
 CALLS = {
     "all_reduce": lambda t: dist.all_reduce(t),
+    "all_reduce again": lambda t: dist.all_reduce(t),    # the same call: a run's noise floor
     **{a: functools.partial(run_algorithm, a) for a in ALGORITHMS},
     "best": best_all_reduce,
     "recursive_doubling_all_reduce": recursive_doubling_all_reduce,
