@@ -301,6 +301,16 @@ WRONG += [
     (test_snippets.test_fixed_average_gradients, 2, M14 + "avg_into_kept_receive_buffer", KEPT),
 ]
 RIGHT += [(test_snippets.test_fixed_average_gradients, 3, M14 + "avg_kept_receive_buffers")]
+# kinds no list named: requests waited before they are handed back, the largest subtree
+# served last, a stage's send and receive in two batches
+Q14 = "red14_probe:"
+WRONG += [
+    (test_patterns.test_rotate_kv, 3, Q14 + "rotate_kv_waited_inside", "hand back every request"),
+    (test_algorithms.test_tree_broadcast, 5, Q14 + "tree_children_descending",
+     "a binomial tree needs ceil(log2 5) = 3"),
+    (test_patterns.test_neighbour_exchange_head_to_head, "float32",
+     Q14 + "send_forward_two_batches", HUNG),
+]
 # correct bodies in styles from other sources, where the contract leaves the style free
 S14 = "red14_styles:"
 RIGHT += [
