@@ -86,6 +86,15 @@ def _exchange(grads, into=None):
     return (dist.batch_isend_irecv(ops) if ops else []), received
 
 
+def _received_into_kept(grads):
+    """The exchange, each peer's gradients received into buffers kept between calls
+    (one per peer and parameter), all waited; returns {peer: [buffers]}."""
+    works, received = _exchange(grads, into=lambda peer, k, g: _kept(f"recv{peer}.{k}", g))
+    for work in works:
+        work.wait()
+    return received
+
+
 # WRONG: every gradient through all_to_all ("the same messages, one call").
 def avg_all_to_all(model):
     ws = dist.get_world_size()
@@ -112,9 +121,7 @@ def avg_sends_never_waited(model):
 def avg_into_kept_receive_buffer(model):
     params, ws = list(model.parameters()), dist.get_world_size()
     grads = [p.grad for p in params]
-    works, received = _exchange(grads, into=lambda peer, k, g: _kept(f"recv{peer}.{k}", g))
-    for work in works:
-        work.wait()
+    received = _received_into_kept(grads)
     for k, p in enumerate(params):
         bufs = [b[k] for b in received.values()]
         if not bufs:
@@ -131,9 +138,7 @@ def avg_into_kept_receive_buffer(model):
 def avg_kept_receive_buffers(model):
     params, ws = list(model.parameters()), dist.get_world_size()
     grads = [p.grad for p in params]
-    works, received = _exchange(grads, into=lambda peer, k, g: _kept(f"recv{peer}.{k}", g))
-    for work in works:
-        work.wait()
+    received = _received_into_kept(grads)
     for k, p in enumerate(params):
         p.grad = sum((b[k] for b in received.values()), grads[k].clone()) / ws
 

@@ -6,7 +6,7 @@ from tests.graders import (test_algorithms, test_batching, test_collectives, tes
 from tests.harness.catalogue.messages import (HUNG, PARTNERS, CHECKED_LATE, KEPT, SUMS, ONLY,
                                               PRIVATE, SHUFFLED, EXACT_MEAN, LATE, UNWAITED)
 
-R6 = "red6_"                     # round 9 (red_teams.py)
+from tests.harness.catalogue.red_teams import R6       # round 9
 
 WRONG: list = []
 RIGHT: list = []

@@ -7,7 +7,7 @@ from tests.harness.catalogue.messages import (HUNG, PARTNERS, ROAD, STEPS, PIPEL
                                               CHECKED_LATE, IN_FLIGHT, ARRIVED, KEPT,
                                               ONE_BATCH, CONTENTS, INTO, STALE)
 
-OTHER = "others:"                # tests/graders/bodies/others.py (also in lessons.py)
+from tests.harness.catalogue.lessons import OTHER       # tests/graders/bodies/others.py
 
 WRONG: list = []
 RIGHT: list = []
