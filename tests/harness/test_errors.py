@@ -16,6 +16,7 @@ import torch
 import torch.distributed as dist
 
 from labs import HangError, Interrupted, WorkerError, launch, launch_exercise, last_worker_pids
+from labs.harness.launch import supervise
 from labs.harness.launch.errors import LaunchError
 from labs.harness.notebook.plots import timeline_figure
 from labs.ring import run_variant
@@ -80,6 +81,14 @@ def _sigint_raises_keyboard_interrupt():
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture(autouse=True)
+def _patient_status(monkeypatch):
+    """An interrupt waits 0.5 s for the ranks to say where they are (you want your prompt
+    back); on a machine loaded by a full suite a rank may answer later. These tests check
+    the answers, so they wait for them (a rank that answers ends the wait at once)."""
+    monkeypatch.setattr(supervise, "STATUS_WAIT_INTERRUPTED", 10.0)
 
 
 def _when_started(folder, world_size, then, done: threading.Event):

@@ -66,8 +66,11 @@ def chatty(rank, world_size):
 
 
 def sleep_and_record(rank, world_size, pid_dir):
-    with open(os.path.join(pid_dir, f"{rank}.pid"), "w") as f:
+    # Written whole, then renamed: the test reads a .pid file as soon as it exists.
+    path = os.path.join(pid_dir, f"{rank}.pid")
+    with open(path + ".part", "w") as f:
         f.write(str(os.getpid()))
+    os.replace(path + ".part", path)
     time.sleep(120)
 
 
@@ -262,9 +265,14 @@ def test_parallel_launches_from_processes_do_not_collide():
 # -- interrupts and parent death --------------------------------------------------------------
 
 def _start_sleepers(tmp_path):
+    # An interrupt asks the ranks where they are and waits 0.5 s for the answers (you want
+    # your prompt back); on a machine loaded by a full suite a sleeping rank may answer later
+    # than that. What the test checks is the answer, so it waits longer for it.
     script = textwrap.dedent(f"""
         from labs import launch
+        from labs.harness.launch import supervise
         from tests.harness.test_launcher import sleep_and_record
+        supervise.STATUS_WAIT_INTERRUPTED = 10.0
         if __name__ == "__main__":
             launch(sleep_and_record, 3, args=({str(tmp_path)!r},), timeout=100)
     """)
