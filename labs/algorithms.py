@@ -102,9 +102,10 @@ def halving_doubling_all_reduce(tensor):
     Contract: that of `recursive_doubling_all_reduce`. Method: after `fold_in`, cut the
     tensor into q chunks (`ring.chunk_bounds(numel, q)`). Reduce-scatter by halving: for
     mask = q/2, ..., 1 send half of the chunks you are responsible for to rank ^ mask and
-    add the other half from it; rank r ends with the sum of chunk r. All-gather by
-    doubling: the same steps in reverse, received in place. 2(q-1)/q of the tensor per
-    rank, like the ring, in 2 log2 q steps. Then `fold_out`.
+    add the other half from it; rank r ends with the sum of chunk r (nearest partner first,
+    mask = 1, ..., q/2, is the same algorithm with the chunks' owners renumbered: right
+    too). All-gather by doubling: the same steps in reverse, received in place. 2(q-1)/q
+    of the tensor per rank, like the ring, in 2 log2 q steps. Then `fold_out`.
 
     Hint: keep the range of chunks [lo, hi) you are responsible for (start: [0, q)). At
     each step mid = (lo + hi) // 2; if rank & mask you keep [mid, hi) and send [lo, mid),

@@ -37,9 +37,11 @@ def p2p_broadcast(tensor, src):
 
     Contract: in place on every rank (also on `src`, where it is left unchanged); returns
     `tensor`. Every rank passes a contiguous tensor of the same shape and dtype (any
-    dtype). Works for any world size, including 1. Uses P2POp + batch_isend_irecv only.
-    The method is the star: `src` sends the whole tensor once to every other rank, and each
-    of them receives it once, from `src` (no relay, no tree: those are lesson 10's).
+    dtype). Works for any world size, including 1. Uses P2POp + batch_isend_irecv only, ONE
+    batch per rank (src posts all its sends at once, then waits: sends waited one by one
+    would each wait for their receiver in turn). The method is the star: `src` sends the
+    whole tensor once to every other rank, and each of them receives it once, from `src`
+    (no relay, no tree: those are lesson 10's).
 
     Hint: `src` posts one isend per other rank, every other rank posts one irecv from
     `src`; wait on every request before returning. With one rank there is nothing to
@@ -56,7 +58,8 @@ def p2p_gather(tensor, dst):
     dtype). On `dst`, returns a list of `world_size` new tensors, element r a copy of rank
     r's `tensor` (element dst too: a copy, never `tensor` itself); on the other ranks,
     returns None. `tensor` itself is not modified. Works for any world size, including 1.
-    Uses P2POp + batch_isend_irecv only. The method is the star: every other rank sends its
+    Uses P2POp + batch_isend_irecv only, ONE batch per rank (`dst` posts all its receives
+    at once, then waits). The method is the star: every other rank sends its
     tensor once, straight to `dst`, and `dst` receives once from each (no relay, no tree).
 
     Hint: `dst` allocates the list and posts one irecv per other rank into its slot; the

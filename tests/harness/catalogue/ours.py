@@ -4,7 +4,8 @@ from tests.graders import (test_algorithms, test_batching, test_collectives, tes
                            test_doctor, test_gradients, test_p2p, test_patterns, test_ring,
                            test_snippets, test_waiting)
 from tests.harness.catalogue.messages import (HUNG, PARTNERS, CHECKED_LATE, KEPT, SUMS, ONLY,
-                                              PRIVATE, SHUFFLED, EXACT_MEAN, LATE, UNWAITED)
+                                              PRIVATE, SHUFFLED, EXACT_MEAN, LATE, UNWAITED,
+                                              FRESH, ONE_BATCH)
 
 from tests.harness.catalogue.red_teams import R6       # round 9
 
@@ -325,6 +326,35 @@ RIGHT += [
     (test_waiting.test_safe_ring_shift, 3, S14 + "shift_recv_first"),
     (test_patterns.test_rotate_kv, 3, S14 + "rotate_kv_loop"),
 ]
+
+# Round 15 (ours, tests/graders/bodies/red15_probe.py): the exercises the catalogue held least
+# of, in kinds no list named: another algorithm (a chain, a two-way ring, a relay for small
+# k), the caller's memory swapped out, sizes in a float of int64's width, one side's
+# requests unwaited, the own slot the input itself, one batch per peer
+F15 = "red15_probe:"
+WRONG += [
+    (test_collectives.test_p2p_broadcast, 4, F15 + "broadcast_batch_per_peer", ONE_BATCH),
+    (test_collectives.test_p2p_broadcast, 3, F15 + "broadcast_swaps_storage",
+     "replaced the memory of its argument"),
+    (test_collectives.test_p2p_broadcast, 3, F15 + "broadcast_widened", "never widened"),
+    (test_collectives.test_p2p_broadcast, 3, F15 + "broadcast_src_never_waits", UNWAITED),
+    (test_collectives.test_p2p_broadcast, 4, F15 + "broadcast_chain_of_batches", "the star"),
+    (test_collectives.test_p2p_gather, 3, F15 + "gather_returns_own_elsewhere", FRESH),
+    (test_collectives.test_p2p_all_gather, 5, F15 + "all_gather_both_ways", PARTNERS),
+    (test_collectives.test_p2p_all_gather, 3, F15 + "all_gather_own_slot_is_input", FRESH),
+    (test_collectives.test_p2p_all_to_all, 3, F15 + "all_to_all_batch_per_peer", ONE_BATCH),
+    (test_batching.test_all_pairs_exchange, 3, F15 + "all_pairs_sizes_float64", "never widened"),
+    (test_batching.test_exchange_with_neighbours, 2, F15 + "neighbours_once_for_two",
+     "the method sends 2"),
+    (test_batching.test_ring_shift, 5, F15 + "shift_relayed_for_small_k", "not relayed"),
+    (test_deadlocks.test_exchange_parity_ordered, 4, F15 + "parity_by_lower_rank",
+     "recv first in every exchange"),
+    (test_deadlocks.test_exchange_parity_ordered, 4, F15 + "parity_isend_waited_late",
+     "expected blocking dist.send/dist.recv"),
+    (test_algorithms.test_halving_doubling_all_reduce, 4, F15 + "hd_gather_whole",
+     "no message holds more than"),
+]
+RIGHT += [(test_algorithms.test_halving_doubling_all_reduce, 7, F15 + "hd_nearest_first")]
 
 # Lesson 12's script exercise, graded through the doctor: clean is not enough, the method is
 # point to point, one edge value each way per neighbour per step.
