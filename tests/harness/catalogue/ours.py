@@ -355,6 +355,21 @@ WRONG += [
      "no message holds more than"),
 ]
 RIGHT += [(test_algorithms.test_halving_doubling_all_reduce, 7, F15 + "hd_nearest_first")]
+G15 = "red15_more:"
+WRONG += [
+    (test_gradients.test_average_gradients_ring, 3, G15 + "ring_avg_one_float64_buffer",
+     "no message holds more than"),
+    (test_gradients.test_average_gradients_bucketed, 3, G15 + "bucketed_ddp_first_bucket",
+     "no message holds more than"),
+    (test_gradients.test_average_gradients_bucketed, 3, G15 + "bucketed_forward_order",
+     "in the plan's order"),
+    (test_patterns.test_rotate_kv, 3, G15 + "rotate_kv_one_message", "the method sends 2"),
+    (test_deadlocks.test_checked_exchange, 4, G15 + "checked_numel_only",
+     "returned instead of raising ValueError"),
+]
+RIGHT += [(test_gradients.test_average_gradients_all_to_all, 3, G15 + "a2a_assigns_new_grad"),
+          (test_patterns.test_rotate_kv, 3, G15 + "rotate_kv_sends_copies"),
+          (test_deadlocks.test_checked_exchange, 4, G15 + "checked_meta_by_parity")]
 
 # Lesson 12's script exercise, graded through the doctor: clean is not enough, the method is
 # point to point, one edge value each way per neighbour per step.
