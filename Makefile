@@ -56,13 +56,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 # The maintainers' fast lane: what a change to the harness or a solution can break, first.
-# Each grader at its smallest and largest world size (make test: all of them). Leaves to
-# `make test`: torchrun jobs (marked slow), the catalogue of wrong and right learner bodies
-# (tests/harness/test_graders.py: ~4 minutes alone) and the proof that every grader fails on
-# the stubs.
+# Each grader at its smallest world size and at 5 ranks (make test: all of them). Leaves to
+# `make test`: tests marked slow (torchrun jobs, a spawned benchmark), the catalogue of wrong
+# and right learner bodies (tests/harness/test_graders.py) and the proof that every grader
+# fails on the stubs.
 test-fast: $(STAMP) lint
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile -m "not slow" tests/harness tests/graders \
-	  --world-sizes=ends --ignore=tests/harness/test_graders.py \
+	  --world-sizes=fast --ignore=tests/harness/test_graders.py \
 	  --deselect tests/harness/test_exercise_contract.py::test_graders_fail_on_the_stubs
 
 # The grade sheet (tests/check.py) replaces pytest's own summary: one line per lesson while it

@@ -252,6 +252,7 @@ def test_parallel_launches_from_threads_do_not_collide():
     assert results == {i: [3.0 * i, 3.0 * i] for i in range(8)}
 
 
+@pytest.mark.slow           # two Python processes importing torch: make test, not test-fast
 def test_parallel_launches_from_processes_do_not_collide():
     script = "from labs import launch\n" \
              "from tests.harness.test_launcher import all_reduce_rank as f\n" \

@@ -46,6 +46,7 @@ def test_a_grader_run_listens_on_loopback_only(impl):
     _assert_loopback_only(scan.seen, 1 + 3, "a grader run")
 
 
+@pytest.mark.slow           # spawned workers import torch each: make test, not test-fast
 def test_a_benchmark_listens_on_loopback_only():
     command = [sys.executable, "-m", "labs.bench", "launch", "--world-size", "2", "--repeats",
                "1", "--spawn-repeats", "1"]
