@@ -235,17 +235,26 @@ def plot_sweep(measured, model):
     plt.show()
 
 
+def _lower_quartile(times) -> float:
+    return statistics.quantiles(times, n=4)[0] if len(times) > 1 else times[0]
+
+
 def best_vs_gloo(measured, model):
-    """For every (p, size): what best_all_reduce chose, gloo's median time over its median
-    time (> 1: best_all_reduce took less), and the verdict from the ranges."""
+    """For every (p, size): what best_all_reduce chose, gloo's time over its time (> 1:
+    best_all_reduce took less) from the medians and from the lower quartiles, and the
+    verdict from the ranges. A call's time can jump by a few ms when a rank waits for the
+    CPU: the lower quartile keeps the calls that did not wait, the median may not."""
+    print(f"{'':>15}  {'chose':<16}  gloo/best: median  lower quartile")
     for p, by_size in measured.items():
         for nbytes, by_name in by_size.items():
-            table = compare({"all_reduce": by_name["all_reduce"], "best": by_name["best"]})
+            gloo, best = by_name["all_reduce"], by_name["best"]
+            table = compare({"all_reduce": gloo, "best": best})
             ratio = table.spreads["all_reduce"].median / table.spreads["best"].median
+            quartiles = _lower_quartile(gloo) / _lower_quartile(best)
             choice = lab.choose(p, nbytes, model)
             same = "  (the same call twice: the ratio is noise)" if choice == lab.LIBRARY else ""
-            print(f"{p} ranks {format_size(nbytes):>7}: chose {choice:<16} gloo/best "
-                  f"{ratio:5.2f}  {table.verdict('best', 'all_reduce')}{same}")
+            print(f"{p} ranks {format_size(nbytes):>7}  {choice:<16}  {ratio:17.2f}  "
+                  f"{quartiles:14.2f}  {table.verdict('best', 'all_reduce')}{same}")
 
 
 def choice_vs_measured(measured, model):
