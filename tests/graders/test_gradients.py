@@ -33,8 +33,8 @@ BUCKETS = (1, 25, 60, 10**9)
 # Any world size: a body may branch on it, so every one up to 8 is graded.
 WORLD_SIZES = [1, 2, 3, 4, 5, 6, 7, 8]
 # As the ring graders: the 2^20-weight model on 5-8 ranks on 2 cores keeps a rank computing
-# (its probes) for over 20 s while the others wait in gloo, under load; gloo's backstop is
-# then 40 s (run.BACKSTOP_SECONDS). A deadlock is found in seconds by the stuck watch.
+# (its probes) for over 20 s while the others wait in gloo, under load. A deadlock is found
+# in seconds by the stuck watch; 60 s without any sign of progress is any other hang.
 DEADLINE = 60
 
 

@@ -23,7 +23,7 @@ import torch
 from labs import WorkerError, launch
 from labs.harness.ranks.exercises import ExerciseNotSolved, Unsolved, exercise, todo
 from labs.harness.grading import memory
-from labs.harness.grading.run import (BACKSTOP_SECONDS, HANG_SECONDS, GradeFailure,
+from labs.harness.grading.run import (HANG_SECONDS, GradeFailure,
                                       distinct_problems, fail_if_any, grade, grading,
                                       unsolved_failure)
 from labs.harness.grading.sheet import Graded, grade_sheet
@@ -91,7 +91,7 @@ def receives_head_to_head(rank, world_size):
 def test_a_grader_tells_a_deadlock_from_a_slow_peer_by_what_the_ranks_do(no_leftover_workers):
     """gloo can only time one wait; the launch's stuck_after asks the ranks: a peer that
     computes for twice the hang window is no hang (on a loaded machine too), and a deadlock
-    is reported once every rank has sat waiting HANG_SECONDS, long before gloo's backstop."""
+    is reported once every rank has sat waiting HANG_SECONDS, long before any deadline."""
     assert list(grade(slow_peer, 2, args=(2 * HANG_SECONDS,))) == [4.0, 0.0]
     started = time.perf_counter()
     with pytest.raises(GradeFailure) as info:
@@ -101,7 +101,54 @@ def test_a_grader_tells_a_deadlock_from_a_slow_peer_by_what_the_ranks_do(no_left
                                       "recv(from 1, tag 0, 4 x float32); rank 1: blocked in "
                                       "recv(from 0, tag 0, 4 x float32)\n")
     assert f"Nothing moved for {HANG_SECONDS:g} s" in str(info.value)
-    assert HANG_SECONDS <= took < BACKSTOP_SECONDS
+    assert HANG_SECONDS <= took < 30      # grade's timeout: the stuck watch ended it
+
+
+def blocked_outside(rank, world_size, busy):
+    """Rank 1 never sends: it sleeps (busy=False) or computes forever (busy=True) outside
+    torch.distributed, while rank 0 waits in recv."""
+    import torch.distributed as dist
+    if rank == 0:
+        dist.recv(torch.zeros(4), 1)
+    while True:
+        if busy:
+            torch.ones(32, 32) @ torch.ones(32, 32)
+        else:
+            time.sleep(1)
+
+
+def test_a_graders_timeout_counts_from_the_last_sign_of_progress(no_leftover_workers):
+    """A loaded machine stretches every step: a peer that computes for longer than the
+    timeout is no hang while it computes (its CPU time grows), however long the launch."""
+    assert list(grade(slow_peer, 2, args=(8.0,), timeout=3)) == [4.0, 0.0]
+
+
+def test_a_rank_blocked_outside_any_call_is_a_hang_once_nothing_moves(no_leftover_workers):
+    """Not every rank waits, so the stuck watch cannot see it: nothing moving for the
+    timeout (no op, no bytes, no CPU) ends it, with what each rank was doing."""
+    started = time.perf_counter()
+    with pytest.raises(GradeFailure) as info:
+        grade(blocked_outside, 2, args=(False,), timeout=2)
+    took = time.perf_counter() - started
+    message = str(info.value)
+    assert message.startswith("the exercise hung (world_size=2): rank 0: blocked in "
+                              "recv(from 1, tag 0, 4 x float32); rank 1: not inside a "
+                              "torch.distributed call"), message
+    assert "Nothing moved for 2 s: no rank posted, completed or finished an operation" in message
+    assert took < 4 * 2, "stopped by the timeout without progress, not by the cap"
+
+
+def test_a_loop_that_never_ends_is_stopped_at_the_cap(no_leftover_workers, monkeypatch):
+    """A rank that computes forever keeps showing progress (CPU): the launch's cap,
+    PROGRESS_CAP timeouts after every rank joined, stops it and says so."""
+    from labs.harness.launch import supervise
+    from labs.harness.launch.spec import PROGRESS_CAP
+    # a tenth of a core is enough to count as computing: this test's timeout is short
+    monkeypatch.setattr(supervise, "BUSY_CPU_SECONDS", 0.1)
+    with pytest.raises(GradeFailure) as info:
+        grade(blocked_outside, 2, args=(True,), timeout=2)
+    assert (f"No result after the launch timeout ({PROGRESS_CAP * 2} s), though the ranks "
+            f"kept computing or moving data (a loop that never ends?)") in str(info.value)
 
 
 def test_the_workers_send_the_unsolved_exercise_back_as_data(no_leftover_workers):

@@ -6,19 +6,18 @@ import contextvars
 import re
 
 from labs import HangError, WorkerError, launch
+from labs.harness.launch.spec import PROGRESS_CAP
 from labs.harness.ranks.exercises import SOLUTIONS_ENV
 
 # A deadlock is reported once every rank still running has sat waiting in a
 # torch.distributed call this long with nothing posted or completed (launch's stuck_after):
 # told from a slow peer by what the ranks do, not by a clock, so a loaded machine cannot
-# fake one (a rank that computes, however slowly, is not waiting).
+# fake one (a rank that computes, however slowly, is not waiting). With stuck_after, the
+# launch's timeout counts from the last sign of progress anywhere, which also ends a hang
+# the ranks' status cannot see (a rank blocked outside torch.distributed while its peers
+# wait). gloo's own timeout can only time one wait, and a loaded machine stretches a wait
+# for a computing peer without bound: it is kept out of the way (the launch's cap).
 HANG_SECONDS = 3.0
-# gloo's own per-op timeout stays as a backstop, for a hang the ranks' status cannot see (a
-# rank blocked outside torch.distributed while its peers wait). gloo can only time one wait,
-# so it must be long enough for a peer to compute that long on a loaded machine: at 20 s,
-# right bodies on the largest cases of the ring graders (60 s deadlines) timed out at a
-# load of 12 on 2 cores; deadlocks are found by HANG_SECONDS, not by this.
-BACKSTOP_SECONDS = 40.0
 # The exercises the running grader test grades (tests/conftest.py sets it from the test's
 # name or its `grades` marker): an unsolved one of these is "not started"; any other
 # unsolved exercise the body calls is a dependency ("waiting").
@@ -66,11 +65,12 @@ def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
     "not implemented yet" if this test grades it (`grading(...)`, set by tests/conftest.py;
     outside a test, the exercise named by `what`, a word of it, never a part of a word);
     any other is a dependency to solve first (GradeFailure kind "not_started" / "waiting").
-    A deadlock is reported HANG_SECONDS after every rank sits waiting (stuck_after);
-    pg_timeout: gloo's timeout, the backstop (BACKSTOP_SECONDS, within `timeout`) unless given.
+    A deadlock is reported HANG_SECONDS after every rank sits waiting (stuck_after), any
+    other hang `timeout` seconds after the last sign of progress; pg_timeout: gloo's
+    timeout, unless given the launch's cap (PROGRESS_CAP timeouts), so it never fires first.
     """
     if pg_timeout is None:
-        pg_timeout = min(BACKSTOP_SECONDS, 0.75 * timeout)
+        pg_timeout = PROGRESS_CAP * timeout
     try:
         return launch(worker, world_size, args=args, timeout=timeout, quiet=True,
                       pg_timeout=pg_timeout, env={SOLUTIONS_ENV: "0"},
@@ -90,14 +90,18 @@ def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
                            f"{_cause(exc.causes.get(rank, 'failed'))}\n{_where(exc, rank)}"
                            ) from None
     except HangError as exc:
-        blocked = "; ".join(s.describe(timings=False) for _, s in sorted(exc.statuses.items()))
-        case = next((_case(exc, r) for r in sorted(exc.statuses) if _case(exc, r)), "")
-        raise GradeFailure(
-            f"{what} hung (world_size={world_size}{case}): {blocked}\n"
-            f"Nothing moved for {HANG_SECONDS if exc.stuck_for else pg_timeout:g} s: a deadlock "
-            f"(two ranks each waiting for the "
-            f"other) or a send/recv with no partner. Notebook 04 shows how to read this.") \
-            from None
+        raise _hang_failure(exc, what, world_size) from None
+
+
+def _hang_failure(exc: HangError, what: str, world_size: int) -> GradeFailure:
+    """What each rank was blocked in, and which deadline passed: a deadlock or another hang."""
+    blocked = "; ".join(s.describe(timings=False) for _, s in sorted(exc.statuses.items()))
+    case = next((_case(exc, r) for r in sorted(exc.statuses) if _case(exc, r)), "")
+    why = (f"Nothing moved for {HANG_SECONDS:g} s: a deadlock (two ranks each waiting for the "
+           f"other) or a send/recv with no partner." if exc.stuck_for else
+           exc.reason[:1].upper() + exc.reason[1:] + ".")
+    return GradeFailure(f"{what} hung (world_size={world_size}{case}): {blocked}\n{why} "
+                        f"Notebook 04 shows how to read this.")
 
 
 def graded_exercises(what: str = "") -> set:

@@ -69,10 +69,11 @@ class HangError(_Readable, TimeoutError):
     """The workers stopped making progress. `.statuses`: rank -> RankStatus (what it was
     blocked in); `.outputs` and `.trace` as for WorkerError (the calls that never ended)."""
 
-    def __init__(self, message, statuses=None, stuck_for=0.0):
+    def __init__(self, message, statuses=None, stuck_for=0.0, reason=""):
         super().__init__(message)
         self.statuses = statuses or {}
         self.stuck_for = stuck_for      # > 0: every rank sat waiting this long (stuck_after)
+        self.reason = reason            # which deadline passed, in a phrase
 
     def brief(self) -> str:
         """Per rank, the call it was blocked in, without timings: stable, for notebooks."""
@@ -125,14 +126,20 @@ def _hang_error(outcome, timeout, pg_timeout, gloo_timeouts) -> HangError:
            if outcome.hang == Hang.JOIN else
            f"every rank still running sat waiting in a torch.distributed call and nothing "
            f"was posted or completed for {outcome.stuck_for:.1f} s" if outcome.hang == Hang.STUCK else
-           f"no result after the launch timeout ({timeout:g} s)" if outcome.hang else
+           f"nothing moved for {outcome.waited:.0f} s: no rank posted, completed or finished "
+           f"an operation, moved data or computed (a rank blocked outside torch.distributed, "
+           f"sleeping or waiting for input, while the others wait for it?)"
+           if outcome.hang == Hang.QUIET else
+           f"no result after the launch timeout ({outcome.waited or timeout:g} s)"
+           + (", though the ranks kept computing or moving data (a loop that never ends?)"
+              if outcome.waited > timeout else "") if outcome.hang else
            f"gloo's timeout ({pg_timeout:g} s) fired in rank(s) "
            f"{', '.join(map(str, sorted(gloo_timeouts)))}")
     lines = [f"the workers stopped making progress: {why}.",
              *("  " + line for line in describe_statuses(outcome.statuses)),
              "All workers were stopped. A gloo pair that timed out cannot be reused, so the "
              "next launch starts fresh workers."]
-    return HangError("\n".join(lines), outcome.statuses, outcome.stuck_for)
+    return HangError("\n".join(lines), outcome.statuses, outcome.stuck_for, reason=why)
 
 
 def _worker_error(outcome, collateral) -> WorkerError:

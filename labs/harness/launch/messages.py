@@ -32,6 +32,7 @@ class Hang(Words):
     JOIN = "join"           # not every rank joined the group within JOIN_TIMEOUT
     DEADLINE = "deadline"   # every rank joined, fn gave no result within the launch timeout
     STUCK = "stuck"         # every rank still running sat waiting, nothing completed (stuck_after)
+    QUIET = "quiet"         # no sign of progress anywhere for the launch timeout (stuck_after)
 
 
 @dataclass

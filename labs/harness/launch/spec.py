@@ -43,6 +43,14 @@ STUCK_POLL = 0.5
 # count as still transferring (a message of megabytes on a loaded machine can take seconds
 # with no op completing); a rank stuck in a wait moves only its status replies, far fewer.
 STUCK_QUIET_BYTES = 64 * 1024
+# With stuck_after, the launch timeout counts from the last sign of progress anywhere (a rank
+# posted, completed or finished an op, started a case, moved bytes or computed): a loaded
+# machine slows every step, it cannot fake a hang. A loop that never ends keeps computing,
+# so it is stopped at this many timeouts after every rank joined.
+PROGRESS_CAP = 4
+# CPU seconds a rank must have used since the last sign of progress to count as computing
+# (a rank sitting in a wait uses only what its status replies cost, far less).
+BUSY_CPU_SECONDS = 0.25
 # After an interrupt, the same question with less patience: you want your prompt back.
 STATUS_WAIT_INTERRUPTED = 0.5
 # After every rank returned: the time they get to destroy the group and exit on their own.

@@ -21,8 +21,9 @@ from labs.harness.launch.messages import (Failed, Hang, Joined, Phase, RankStatu
                                           Returned, StatusReply, StatusRequest)
 from labs.harness.launch.output import read_outputs
 from labs.harness.launch.rendezvous import open_store
-from labs.harness.launch.spec import (DEATH_REAP, GRACE, JOIN_TIMEOUT, KILL_REAP, RELEASE_WAIT,
-                                      STATUS_WAIT, STATUS_WAIT_INTERRUPTED, STUCK_POLL, STUCK_QUIET_BYTES,
+from labs.harness.launch.spec import (BUSY_CPU_SECONDS, DEATH_REAP, GRACE, JOIN_TIMEOUT,
+                                      KILL_REAP, PROGRESS_CAP, RELEASE_WAIT, STATUS_WAIT,
+                                      STATUS_WAIT_INTERRUPTED, STUCK_POLL, STUCK_QUIET_BYTES,
                                       LaunchSpec)
 
 
@@ -38,6 +39,7 @@ class Attempt:
     events: dict = field(default_factory=dict)      # rank -> its trace
     hang: Hang | None = None     # which deadline a hung attempt missed
     stuck_for: float = 0.0       # Hang.STUCK: how long every rank sat waiting, nothing moving
+    waited: float = 0.0          # the other hangs: the seconds of the deadline that passed
     stopped_at: float | None = None     # perf_counter when the ranks still running were stopped
     outputs: dict = field(default_factory=dict)     # rank -> what it printed
     pids: list = field(default_factory=list)        # the workers' pids, in rank order
@@ -107,34 +109,33 @@ class _Supervisor:
     def watch(self, started, timeout, stuck_after=None) -> Attempt:
         """Collect each rank's result; stop at the first failure (+ GRACE) or the deadline:
         JOIN_TIMEOUT after the start until every rank has joined, then `timeout`; with
-        `stuck_after`, also once every rank still running has sat waiting that long."""
-        deadline = started + JOIN_TIMEOUT
+        `stuck_after`, also once every rank still running has sat waiting that long, and
+        the timeout counts from the last sign of progress (at most PROGRESS_CAP timeouts)."""
+        deadline, joined_at = started + JOIN_TIMEOUT, None
+        # a sentinel is ready when its worker exits
         sentinels = {p.sentinel: r for r, p in enumerate(self.procs)}
         watch = _StuckWatch(stuck_after) if stuck_after else None
         while self.pending:
             now = time.perf_counter()
+            if watch and joined_at is not None:
+                deadline = min(joined_at + PROGRESS_CAP * timeout, watch.progressed + timeout)
             if self.first_failure is not None and now >= self.first_failure + GRACE:
                 break
             if now >= deadline:
-                self.outcome.hang = Hang.DEADLINE if len(self.joined) == len(self.procs) else Hang.JOIN
+                self._missed(deadline, joined_at, timeout, watch)
                 break
-            if watch and len(self.joined) == len(self.procs) and now >= watch.next_poll:
+            if watch and joined_at is not None and now >= watch.next_poll:
                 if self._stuck(watch, now):
                     break
                 continue
             until = deadline if self.first_failure is None else min(deadline, self.first_failure + GRACE)
-            if watch and len(self.joined) == len(self.procs):
+            if watch and joined_at is not None:
                 until = min(until, watch.next_poll)
-            ready = multiprocessing.connection.wait(
-                [self.conns[r] for r in self.pending] + [self.procs[r].sentinel for r in self.pending],
-                timeout=max(0.0, until - now))
-            for obj in ready:
-                if obj in sentinels:
-                    rank = sentinels[obj]
-                    if rank in self.pending and not self.conns[rank].poll():
-                        self._died(rank)   # else: its result is in the pipe, read that first
-                elif self._receive(self.conns.index(obj)) == "all joined":
-                    deadline = time.perf_counter() + timeout
+            if self._take_ready(until - now, sentinels):     # every rank has joined
+                joined_at = time.perf_counter()
+                deadline = joined_at + timeout
+                if watch:
+                    watch.progressed = joined_at
         if self.pending:
             self.outcome.stopped_at = time.perf_counter()
             for rank, reply in ask_status(self.procs, self.conns, self.pending).items():
@@ -144,10 +145,37 @@ class _Supervisor:
             release(self.procs, self.conns)
         return self.outcome
 
+    def _take_ready(self, wait, sentinels) -> bool:
+        """Wait up to `wait` s for messages and deaths; take them. True once all joined."""
+        all_joined = False
+        ready = multiprocessing.connection.wait(
+            [self.conns[r] for r in self.pending] + [self.procs[r].sentinel for r in self.pending],
+            timeout=max(0.0, wait))
+        for obj in ready:
+            if obj in sentinels:
+                rank = sentinels[obj]
+                if rank in self.pending and not self.conns[rank].poll():
+                    self._died(rank)   # else: its result is in the pipe, read that first
+            elif self._receive(self.conns.index(obj)) == "all joined":
+                all_joined = True
+        return all_joined
+
+    def _missed(self, deadline, joined_at, timeout, watch):
+        """Say which deadline passed: joining, the launch timeout, or (with a watch) the
+        timeout without progress or the cap."""
+        outcome = self.outcome
+        if joined_at is None:
+            outcome.hang, outcome.waited = Hang.JOIN, JOIN_TIMEOUT
+        elif watch and deadline < joined_at + PROGRESS_CAP * timeout:
+            outcome.hang, outcome.waited = Hang.QUIET, deadline - watch.progressed
+        else:
+            outcome.hang, outcome.waited = Hang.DEADLINE, deadline - joined_at
+
     def _stuck(self, watch, now) -> bool:
         """Poll the ranks for `watch`; True (and the outcome says so) once they are stuck."""
         moved = {r: bytes_moved(self.procs[r].pid) for r in self.pending}
-        stuck_for = watch.seen(self._poll_statuses(), self.pending, now, moved)
+        cpu = {r: cpu_seconds(self.procs[r].pid) for r in self.pending}
+        stuck_for = watch.seen(self._poll_statuses(), self.pending, now, moved, cpu)
         if stuck_for is not None:
             self.outcome.hang, self.outcome.stuck_for = Hang.STUCK, stuck_for
         return stuck_for is not None
@@ -214,17 +242,24 @@ class _StuckWatch:
     anywhere and no bytes moving, for `stuck_after` seconds? That is a deadlock whatever the
     machine's load: a rank that is computing, however slowly, is not waiting, and one whose
     large message is still on its way moves bytes. (gloo's own timeout can only time one
-    wait, so on a loaded machine a slow peer looks like a hang.)"""
+    wait, so on a loaded machine a slow peer looks like a hang.)
+
+    It also keeps `progressed`, the moment of the last sign of progress anywhere: a rank
+    posted, completed or finished something, started a case, moved bytes or computed."""
 
     def __init__(self, stuck_after: float):
         self.stuck_after, self.next_poll = stuck_after, 0.0
         self.since, self.last, self.moved = None, None, {}
+        self.progressed = time.perf_counter()
+        self.marks = {}     # rank -> (its status's signs, bytes moved, CPU) at `progressed`
 
-    def seen(self, statuses: dict, running: set, now: float, moved: dict) -> float | None:
-        """Take one poll's statuses (`running`: the ranks that should all have answered) and
-        the bytes each rank has moved so far; the seconds stuck once that reaches
-        stuck_after."""
+    def seen(self, statuses: dict, running: set, now: float, moved: dict,
+             cpu: dict | None = None) -> float | None:
+        """Take one poll's statuses (`running`: the ranks that should all have answered),
+        the bytes each rank has moved and the CPU seconds it has used so far; the seconds
+        stuck once that reaches stuck_after."""
         self.next_poll = time.perf_counter() + STUCK_POLL
+        self._note_progress(statuses, running, now, moved, cpu or {})
         if not statuses or set(statuses) != set(running) or \
                 not all(s.waiting for s in statuses.values()):
             self.since = self.last = None
@@ -236,6 +271,18 @@ class _StuckWatch:
             return None
         return now - self.since if now - self.since >= self.stuck_after else None
 
+    def _note_progress(self, statuses, running, now, moved, cpu):
+        signs = {r: (s.progress, s.note) for r, s in statuses.items()}
+        marks = self.marks
+        progressed = set(marks) != set(running) or any(
+            signs.get(r, marks[r][0]) != marks[r][0]
+            or moved.get(r, 0) - marks[r][1] >= STUCK_QUIET_BYTES
+            or cpu.get(r, 0.0) - marks[r][2] >= BUSY_CPU_SECONDS for r in running)
+        if progressed:
+            self.progressed = now
+            self.marks = {r: (signs.get(r, marks.get(r, (None,))[0]), moved.get(r, 0),
+                              cpu.get(r, 0.0)) for r in running}
+
 
 def bytes_moved(pid) -> int:
     """Bytes the process has read and written through system calls so far (its sockets:
@@ -246,6 +293,16 @@ def bytes_moved(pid) -> int:
         return int(fields["rchar"]) + int(fields["wchar"])
     except (OSError, KeyError, ValueError):
         return 0
+
+
+def cpu_seconds(pid) -> float:
+    """CPU seconds the process has used so far (user + system); 0 where /proc cannot say."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def release(procs, conns, wait=RELEASE_WAIT):
