@@ -109,6 +109,8 @@ def run(job: Job) -> Outcome:
     """Run `job` to its end, or stop it when stuck or at the deadline; nothing is left.
     With job.overhead, a run that ended well is run again without the record."""
     outcome = _run_once(job)
+    if _mesh_failed(outcome):
+        outcome = _run_once(job)
     if job.overhead and outcome.returncode == 0:
         again = _run_once(job, {BARE_ENV: "1"})
         outcome.bare = {r: next((e.elapsed_s for e in evs if e.event == "exit"), 0.0)
@@ -116,6 +118,16 @@ def run(job: Job) -> Outcome:
         outcome.leftovers += again.leftovers
         outcome.seconds += again.seconds
     return outcome
+
+
+def _mesh_failed(outcome: Outcome) -> bool:
+    """gloo failed to connect its full mesh inside init_process_group, before any rank
+    communicated: on a heavily loaded machine that happens now and then (pytorch#53270) and
+    says nothing about the script, so the doctor runs it once more (as `launch` does)."""
+    events = [e for evs in outcome.events.values() for e in evs]
+    return (outcome.returncode not in (0, None)
+            and any(e.event == "exit" and "connectFullMesh failed" in e.text for e in events)
+            and not any(e.event in ("call", "batch") for e in events))
 
 
 def _run_once(job: Job, extra_env: dict | None = None) -> Outcome:

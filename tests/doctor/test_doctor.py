@@ -207,3 +207,35 @@ def test_a_rank_stopped_inside_a_call_still_has_it_on_its_record():
     assert run.calls[0].t_post == 1.0 and run.blocked() is run.calls[1]
     raised = read_rank(0, events + [Event(0, "raised", 2.5, seq=1, text="boom", **op)])
     assert [(c.seq, c.raised) for c in raised.calls] == [(0, ""), (1, "boom")]
+
+
+MESH_ONCE = '''
+"""Rank 0 fails as gloo's connectFullMesh does on a loaded machine, the first time only."""
+import os, sys
+import torch
+import torch.distributed as dist
+
+marker = sys.argv[1]
+if os.environ["RANK"] == "0" and not os.path.exists(marker):
+    open(marker, "w").close()
+    raise RuntimeError("Gloo connectFullMesh failed with [gloo/transport/tcp/pair.cc:553] "
+                       "Connection closed by peer [127.0.0.1]:3815")
+dist.init_process_group("gloo")
+t = torch.ones(3)
+dist.all_reduce(t)
+dist.destroy_process_group()
+'''
+
+
+def test_a_mesh_that_fails_to_connect_before_any_call_is_run_again(tmp_path):
+    """gloo fails to connect its full mesh now and then on a loaded machine (pytorch#53270),
+    before the script communicates: that says nothing about the script, so the doctor runs
+    it once more; the second run is the report."""
+    script = tmp_path / "mesh_once.py"
+    script.write_text(MESH_ONCE)
+    marker = tmp_path / "failed_once"
+    report = examine(Job(str(script), [str(marker)], ["--nproc-per-node=2"],
+                         deadline_s=DEADLINE))
+    assert marker.exists(), "the first run failed as the mesh does"
+    assert report.findings == [] and report.status == 0, report.text()
+    assert not report.outcome.leftovers
