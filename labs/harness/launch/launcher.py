@@ -185,7 +185,9 @@ def launch(fn, world_size: int = 2, args=(), timeout: float = 30.0, *,
     stuck_after: report a hang (`HangError`) as soon as every rank still running has sat
                 waiting in a torch.distributed call this long with nothing posted or
                 completed anywhere: a deadlock, told from a slow peer by what the ranks do,
-                not by a clock (the graders use it; gloo's timeout stays as a backstop).
+                not by a clock (the graders use it). With it, `timeout` counts from the
+                last sign of progress (an op, bytes moved, CPU used), at most
+                PROGRESS_CAP (4) timeouts in all: a loaded machine cannot fake a hang.
     """
     try:
         _check_fn(fn)
