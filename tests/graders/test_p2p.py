@@ -13,6 +13,7 @@ import torch
 import torch.distributed as dist
 
 from labs.harness.grading.alone import alone
+from labs.harness.ranks import tracing
 from labs.harness.grading.inputs import every_dtype
 from labs.harness.grading import (GradeFailure, call, check_close, check_fresh, check_p2p_only,
                                   check_untouched, grade, implementation, p2p_ops, seeded)
@@ -98,10 +99,11 @@ def ping_pong_worker(rank, world_size, impl):
     timing = None
     tensor = seeded(0, (6,), torch.float32, 7)
     if rank == 0:
-        started = time.perf_counter()
+        first, started = len(tracing.TRACER.events), time.perf_counter()
         with alone():
             _, seconds = body(tensor, PROBE_ROUNDS)
-        timing = (list(seconds), time.perf_counter() - started)
+        timing = (list(seconds), time.perf_counter() - started,
+                  _round_spans(tracing.TRACER.events[first:]))
     elif rank == 1:
         tags = Tags(calls[0], 0)
         for r in range(PROBE_ROUNDS):
@@ -180,19 +182,31 @@ def test_ping_pong(impl, world_size):
                                f"network, not be computed locally.")
 
 
-def _check_clock(seconds, elapsed):
-    """Round r waited (r + 1) pauses plus the late receive: each time at least that, less
-    half a pause, and all of them within the call, so that a clock around the send only, an
-    average or a made-up number fails. (Load only makes rounds longer, and the call too.)"""
-    expected = [PROBE_LATE_RECV + (r + 1) * PROBE_SLEEP for r in range(PROBE_ROUNDS)]
+def _round_spans(events) -> list:
+    """Per round, from rank 0's send call to its reply's arrival, as the record saw them
+    (the same clock as the body's: perf_counter is the machine's monotonic clock)."""
+    sends = [e for e in events if e.op in ("send", "isend") and e.peer == 1]
+    recvs = [e for e in events if e.op in ("recv", "irecv") and e.peer in (1, None)]
+    return [recv.t_done - send.t_post for send, recv in zip(sends, recvs)
+            if recv.t_done is not None]
+
+
+def _check_clock(seconds, elapsed, spans):
+    """Round r holds the partner's pause of (r + 1) pauses after the ping arrived (less half
+    a pause), and the whole span from the send call to the reply's arrival as the record saw
+    it (which also holds the partner's late receive unless a loaded machine started rank 0
+    late): so a clock around the send only or the receive only, an average or a made-up
+    number fails, and a load that delays either rank cannot fail a right clock."""
     if len(seconds) != PROBE_ROUNDS or sum(seconds) > elapsed or \
-            any(s < e - PROBE_SLEEP / 2 for s, e in zip(seconds, expected)):
+            any(s < (r + 1) * PROBE_SLEEP - PROBE_SLEEP / 2 for r, s in enumerate(seconds)) or \
+            any(s < span - 0.001 for s, span in zip(seconds, spans)):
         raise GradeFailure(
             f"ping_pong: the partner posted each receive {PROBE_LATE_RECV * 1000:g} ms late and "
             f"paused {', '.join(f'{(r + 1) * PROBE_SLEEP * 1000:g}' for r in range(PROBE_ROUNDS))} "
-            f"ms before its replies, and the whole call took {elapsed * 1000:.1f} ms, but rank "
-            f"0 measured round trips of {', '.join(f'{s * 1000:.2f}' for s in seconds)} ms: "
-            f"time each round on its own, from before the send to after the reply has arrived")
+            f"ms before its replies, and the whole call took {elapsed * 1000:.1f} ms; from each "
+            f"send to its reply's arrival took {', '.join(f'{s * 1000:.2f}' for s in spans)} ms, "
+            f"but rank 0 measured round trips of {', '.join(f'{s * 1000:.2f}' for s in seconds)} "
+            f"ms: time each round on its own, from before the send to after the reply has arrived")
 
 
 def _check_rank_0(got, start, rounds, what):
