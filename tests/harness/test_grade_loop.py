@@ -88,11 +88,16 @@ def receives_head_to_head(rank, world_size):
     dist.recv(torch.zeros(4), 1 - rank)
 
 
-def test_a_grader_tells_a_deadlock_from_a_slow_peer_by_what_the_ranks_do(no_leftover_workers):
+def test_a_grader_tells_a_deadlock_from_a_slow_peer_by_what_the_ranks_do(no_leftover_workers,
+                                                                          monkeypatch):
     """gloo can only time one wait; the launch's stuck_after asks the ranks: a peer that
-    computes for twice the hang window is no hang (on a loaded machine too), and a deadlock
-    is reported once every rank has sat waiting HANG_SECONDS, long before any deadline."""
-    assert list(grade(slow_peer, 2, args=(2 * HANG_SECONDS,))) == [4.0, 0.0]
+    computes for twice the hang window, longer than the grader's timeout, is no hang (the
+    timeout counts from the last sign of progress, and CPU used is one: a loaded machine
+    stretches every step), and a deadlock is reported once every rank has sat waiting
+    HANG_SECONDS, long before any deadline."""
+    from labs.harness.launch import supervise
+    monkeypatch.setattr(supervise, "BUSY_CPU_SECONDS", 0.05)   # however loaded the machine
+    assert list(grade(slow_peer, 2, args=(2 * HANG_SECONDS,), timeout=3)) == [4.0, 0.0]
     started = time.perf_counter()
     with pytest.raises(GradeFailure) as info:
         grade(receives_head_to_head, 2)
@@ -117,12 +122,6 @@ def blocked_outside(rank, world_size, busy):
             time.sleep(1)
 
 
-def test_a_graders_timeout_counts_from_the_last_sign_of_progress(no_leftover_workers):
-    """A loaded machine stretches every step: a peer that computes for longer than the
-    timeout is no hang while it computes (its CPU time grows), however long the launch."""
-    assert list(grade(slow_peer, 2, args=(8.0,), timeout=3)) == [4.0, 0.0]
-
-
 def test_a_rank_blocked_outside_any_call_is_a_hang_once_nothing_moves(no_leftover_workers):
     """Not every rank waits, so the stuck watch cannot see it: nothing moving for the
     timeout (no op, no bytes, no CPU) ends it, with what each rank was doing."""
@@ -143,11 +142,11 @@ def test_a_loop_that_never_ends_is_stopped_at_the_cap(no_leftover_workers, monke
     PROGRESS_CAP timeouts after every rank joined, stops it and says so."""
     from labs.harness.launch import supervise
     from labs.harness.launch.spec import PROGRESS_CAP
-    # a tenth of a core is enough to count as computing: this test's timeout is short
-    monkeypatch.setattr(supervise, "BUSY_CPU_SECONDS", 0.1)
+    # a few percent of a core counts as computing: this test's timeout is short
+    monkeypatch.setattr(supervise, "BUSY_CPU_SECONDS", 0.05)
     with pytest.raises(GradeFailure) as info:
-        grade(blocked_outside, 2, args=(True,), timeout=2)
-    assert (f"No result after the launch timeout ({PROGRESS_CAP * 2} s), though the ranks "
+        grade(blocked_outside, 2, args=(True,), timeout=1.5)
+    assert (f"No result after the launch timeout ({PROGRESS_CAP * 1.5:g} s), though the ranks "
             f"kept computing or moving data (a loop that never ends?)") in str(info.value)
 
 
