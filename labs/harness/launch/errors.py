@@ -131,8 +131,9 @@ def _hang_error(outcome, timeout, pg_timeout, gloo_timeouts) -> HangError:
            f"sleeping or waiting for input, while the others wait for it?)"
            if outcome.hang == Hang.QUIET else
            f"no result after the launch timeout ({outcome.waited or timeout:g} s)"
+           # only the cap is past the timeout; (a + t) - a may exceed t by a rounding error
            + (", though the ranks kept computing or moving data (a loop that never ends?)"
-              if outcome.waited > timeout else "") if outcome.hang else
+              if outcome.waited > 1.5 * timeout else "") if outcome.hang else
            f"gloo's timeout ({pg_timeout:g} s) fired in rank(s) "
            f"{', '.join(map(str, sorted(gloo_timeouts)))}")
     lines = [f"the workers stopped making progress: {why}.",
