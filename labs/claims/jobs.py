@@ -105,8 +105,9 @@ def tcp_store_listens_on_every_interface():
     store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
     try:
         # /proc/net/tcp is read in pieces, not atomically: while other sockets come and go
-        # (a busy machine) a line can be missed. Nothing seen is read again, a few times.
-        for _ in range(5):
+        # (a busy machine) a line can be missed: five reads in 0.5 s all missed it once, in a
+        # full suite. Nothing seen is read again, for up to 5 s.
+        for _ in range(50):
             ours = held_by([os.getpid()])
             hosts = sorted({host_of(a) for inode, a in listening().items() if inode in ours
                             and a.endswith(f":{store.port}")})
