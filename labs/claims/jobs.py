@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-import time
 
 import torch
 import torch.distributed as dist
@@ -101,19 +100,11 @@ def tcp_store_listens_on_every_interface():
     # Source: torch/csrc/distributed/c10d/TCPStoreLibUvBackend.cpp and TCPStoreBackend.cpp:
     # the server socket binds to the wildcard address (IPv6 any, dual stack, or IPv4 any);
     # the host name is for clients only. torchrun's c10d rendezvous and --standalone use it.
-    from labs.harness.commands.listeners import EVERY_INTERFACE, held_by, host_of, listening
+    from labs.harness.commands.listeners import EVERY_INTERFACE, host_of, own_listeners
     store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
     try:
-        # /proc/net/tcp is read in pieces, not atomically: while other sockets come and go
-        # (a busy machine) a line can be missed: five reads in 0.5 s all missed it once, in a
-        # full suite. Nothing seen is read again, for up to 5 s.
-        for _ in range(50):
-            ours = held_by([os.getpid()])
-            hosts = sorted({host_of(a) for inode, a in listening().items() if inode in ours
-                            and a.endswith(f":{store.port}")})
-            if hosts:
-                break
-            time.sleep(0.1)
+        # Each listening socket of this process, asked where it is bound (getsockname).
+        hosts = sorted({host_of(a) for a in own_listeners() if a.endswith(f":{store.port}")})
     finally:
         del store
     holds = bool(hosts) and all(h in EVERY_INTERFACE for h in hosts)

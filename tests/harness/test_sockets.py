@@ -7,6 +7,7 @@ whose inode one of the processes under watch holds (the test process, or a bench
 all their descendants: the fork server and the workers).
 """
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -14,7 +15,7 @@ import time
 import pytest
 
 from labs import launch
-from labs.harness.commands.listeners import ListenerScan
+from labs.harness.commands.listeners import ListenerScan, own_listeners
 from labs.harness.launch.rendezvous import loopback_interface
 from tests.graders import test_p2p
 
@@ -59,3 +60,18 @@ def test_a_benchmark_listens_on_loopback_only():
 
 def test_the_loopback_interface_is_found():
     assert loopback_interface() in ("lo", "lo0")
+
+
+def test_own_listeners_asks_each_socket_where_it_listens():
+    """Lesson 11's TCPStore claim reads its store's address this way, not from /proc/net/tcp
+    (a line of which a busy machine can hide from a read)."""
+    with socket.socket() as server, socket.socket() as unbound, socket.socket() as client:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        unbound.bind(("0.0.0.0", 0))                    # bound, not listening: not a listener
+        client.connect(server.getsockname())            # connected, not listening
+        port = server.getsockname()[1]
+        quiet = (unbound.getsockname()[1], client.getsockname()[1])
+        found = own_listeners()
+    assert f"127.0.0.1:{port}" in found, found
+    assert not [a for a in found if int(a.rsplit(":", 1)[1]) in quiet], found

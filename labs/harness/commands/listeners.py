@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import threading
 
 from labs.harness.commands.processes import descendants
@@ -57,6 +58,23 @@ def held_by(pids) -> dict[str, int]:
                 if target.startswith("socket:["):
                     held[target[8:-1]] = pid
     return held
+
+
+def own_listeners() -> list[str]:
+    """'address:port' of every TCP socket this process listens on, asked of each socket
+    itself (getsockname): no /proc/net/tcp, which is not read atomically and can miss a line
+    while other sockets come and go."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            if not os.readlink(f"/proc/self/fd/{fd}").startswith("socket:["):
+                continue
+            with socket.socket(fileno=os.dup(int(fd))) as sock:
+                if (sock.type == socket.SOCK_STREAM and sock.family in (socket.AF_INET, socket.AF_INET6)
+                        and sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)):
+                    host, port = sock.getsockname()[:2]
+                    found.append(f"{host}:{port}")
+    return found
 
 
 class ListenerScan(threading.Thread):
