@@ -59,11 +59,12 @@ lint: $(STAMP)
 # Each grader at its smallest world size and at 5 ranks (make test: all of them). Leaves to
 # `make test`: tests marked slow (torchrun jobs, a spawned benchmark), the catalogue of wrong
 # and right learner bodies (tests/harness/test_graders.py) and the proof that every grader
-# fails on the stubs.
+# fails on the stubs. No nbval (it runs no notebook, and loading it costs each process 4 s).
 test-fast: $(STAMP) lint
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile -m "not slow" tests/harness tests/graders \
 	  --world-sizes=fast --ignore=tests/harness/test_graders.py \
-	  --deselect tests/harness/test_exercise_contract.py::test_graders_fail_on_the_stubs
+	  --deselect tests/harness/test_exercise_contract.py::test_graders_fail_on_the_stubs \
+	  -p no:nbval -o addopts="-p no:cacheprovider"
 
 # The grade sheet (tests/check.py) replaces pytest's own summary: one line per lesson while it
 # grades, then one per exercise. Grades are remembered in $(GRADES): a grader runs again only
