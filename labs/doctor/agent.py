@@ -20,13 +20,14 @@ import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
-from labs.doctor.events import Event, rank_file
+from labs.doctor.events import Event, last_state, rank_file, read_events
 from labs.doctor.watch import BufferWatch
 from labs.harness.grading import callers
 from labs.harness.grading import record as rec
 
 DIR_ENV, CWD_ENV = "P2P_DOCTOR_DIR", "P2P_DOCTOR_CWD"
 BARE_ENV = "P2P_DOCTOR_BARE"      # "1": run the script without the record (overhead's baseline)
+LINGER_S = 2.0                    # how long a rank whose script failed waits for its peers
 
 
 class Agent:
@@ -171,6 +172,22 @@ def run(script: str, args: list[str], folder: str) -> None:
         agent.emit("exit", overhead_s=agent.own_s + agent.watch.own_s, elapsed_s=elapsed,
                    **fields)
         agent.file.close()
+        if fields:
+            _let_peers_settle(folder, agent.rank, int(os.environ.get("WORLD_SIZE", "1")))
+
+
+def _let_peers_settle(folder: str, rank: int, world_size: int) -> None:
+    """A rank whose script failed waits (LINGER_S at most) until every other rank has ended
+    or waits inside a call. Its exit makes torchrun stop the others at once: without this
+    wait, a peer about to fail on its own line would be reported as stopped, and the report
+    would show which rank torchrun stopped first, not what each rank's script does."""
+    until = time.monotonic() + LINGER_S
+    while time.monotonic() < until:
+        events = read_events(folder)
+        if all(r in events and last_state(events[r]) != "running"
+               for r in range(world_size) if r != rank):
+            return
+        time.sleep(0.02)
 
 
 def main() -> None:

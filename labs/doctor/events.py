@@ -79,3 +79,18 @@ def read_events(folder: Path | str) -> dict[int, list[Event]]:
                 continue
         out[int(path.stem[4:])] = events
     return dict(sorted(out.items()))
+
+
+def last_state(events: list[Event]) -> str:
+    """'exited', 'waiting' (a wait or a call started and did not return) or 'running'."""
+    open_waits = set()
+    for e in events:
+        if e.event == "exit":
+            return "exited"
+        if e.event in ("wait", "call"):
+            open_waits.add((e.event, e.seq))
+        elif e.event in ("waited", "wait_failed"):
+            open_waits.discard(("wait", e.seq))
+        elif e.event in ("post", "raised"):
+            open_waits.discard(("call", e.seq))
+    return "waiting" if open_waits else "running"

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labs.doctor.agent import BARE_ENV, CWD_ENV, DIR_ENV
-from labs.doctor.events import Event, read_events
+from labs.doctor.events import Event, last_state, read_events
 from labs.harness.commands import torchrun
 
 _RDZV = ("--standalone", "--rdzv-endpoint", "--rdzv_endpoint", "--master-addr", "--master_addr",
@@ -60,21 +60,6 @@ class Outcome:
     bare: dict = field(default_factory=dict)       # rank -> script seconds without the record
 
 
-def _last_state(events: list[Event]) -> str:
-    """'exited', 'waiting' (a wait or a call started and did not return) or 'running'."""
-    open_waits = set()
-    for e in events:
-        if e.event == "exit":
-            return "exited"
-        if e.event in ("wait", "call"):
-            open_waits.add((e.event, e.seq))
-        elif e.event in ("waited", "wait_failed"):
-            open_waits.discard(("wait", e.seq))
-        elif e.event in ("post", "raised"):
-            open_waits.discard(("call", e.seq))
-    return "waiting" if open_waits else "running"
-
-
 def _stuck(folder: Path, quiet_s: float) -> bool:
     """Every rank that started has ended or waits, one waits, and nothing moved lately."""
     files = list(folder.glob("rank*.jsonl"))
@@ -84,7 +69,7 @@ def _stuck(folder: Path, quiet_s: float) -> bool:
     starts = [e for evs in events.values() for e in evs if e.event == "start"]
     if not starts or len(events) < starts[0].numel:
         return False
-    states = [_last_state(evs) for evs in events.values()]
+    states = [last_state(evs) for evs in events.values()]
     return "running" not in states and "waiting" in states
 
 
@@ -134,7 +119,11 @@ def _run_once(job: Job, extra_env: dict | None = None) -> Outcome:
     start, base = time.monotonic(), Path(tempfile.mkdtemp(prefix="p2p-doctor-"))
     folder = base / "records"
     folder.mkdir()
-    env = {DIR_ENV: str(folder), CWD_ENV: os.getcwd(),
+    # TORCH_DIST_INIT_BARRIER=1: init_process_group returns on no rank before every rank has
+    # joined (torch's own store-based barrier, off by default). Without it a rank whose first
+    # call fails at once can exit while a peer is still connecting its mesh, and that peer's
+    # report reads "connectFullMesh failed: Connection closed by peer", not what its script did.
+    env = {DIR_ENV: str(folder), CWD_ENV: os.getcwd(), "TORCH_DIST_INIT_BARRIER": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(torchrun.ROOT),
                                                         os.environ.get("PYTHONPATH")])),
            **(extra_env or {})}

@@ -239,3 +239,30 @@ def test_a_mesh_that_fails_to_connect_before_any_call_is_run_again(tmp_path):
     assert marker.exists(), "the first run failed as the mesh does"
     assert report.findings == [] and report.status == 0, report.text()
     assert not report.outcome.leftovers
+
+
+EACH_ON_ITS_OWN = '''
+"""Each rank fails on its own line: rank 0 at once, rank 1 half a second later."""
+import time
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+if dist.get_rank() == 1:
+    time.sleep(0.5)             # busy: torchrun stops the other ranks 0.1 s after a failure
+dist.send(torch.ones(3), dst=dist.get_rank())          # to itself: raises on each rank
+'''
+
+
+def test_each_rank_is_reported_at_its_own_failure_not_where_torchrun_stopped_it(tmp_path):
+    """A rank whose script failed waits (2 s at most) for its peers to end or block before it
+    exits, so the report shows what each rank's script did, not which rank torchrun stopped
+    first."""
+    script = tmp_path / "each_on_its_own.py"
+    script.write_text(EACH_ON_ITS_OWN)
+    report = examine(Job(str(script), [], ["--nproc-per-node=2"], deadline_s=DEADLINE))
+    assert "rank 0 raised ValueError, rank 1 raised ValueError" in report.text(), \
+        report.text()
+    self_sends = report.by_kind("self")
+    assert [sorted(f.ranks) for f in self_sends] == [[0, 1]], report.text()
+    assert not report.outcome.leftovers
