@@ -1,7 +1,7 @@
 """The report: one compiler-style entry per problem, then how the run ended.
 
-    labs/scripts/doctor/head_to_head.py:9: deadlock: ranks 0, 1 wait for each other
-        ranks 0, 1 at labs/scripts/doctor/head_to_head.py:9
+    labs/scripts/doctor/head_to_head.py:23: deadlock: ranks 0, 1 wait for each other
+        ranks 0, 1 at labs/scripts/doctor/head_to_head.py:23
         gloo, observed: ...
         NCCL, modelled, not run here: ... (source: ...)
         lesson: notebooks/04_deadlock_hazards.ipynb
