@@ -55,6 +55,16 @@ def test_deadlock_is_stopped_and_its_cycle_named():
     assert leftovers() == []
 
 
+def test_the_readme_example_is_this_report():
+    """The README shows this run's first entry: its file:line must be where the send is."""
+    readme = (ROOT / "README.md").read_text()
+    example = next(block for block in readme.split("```text\n")[1:]
+                   if block.startswith("labs/scripts/doctor/head_to_head.py:"))
+    header, where = example.splitlines()[:2]
+    lines = doctor("head_to_head.py", 2).text().splitlines()
+    assert header in lines and where in lines, (header, where)
+
+
 def test_nccl_breaks_a_cycle_of_sends_at_most_never_one_of_receives():
     """NCCL may buffer a small send (head to head can pass there), never a receive."""
     sends = finding(doctor("head_to_head.py", 2), "deadlock", {0, 1})
