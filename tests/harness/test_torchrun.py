@@ -74,12 +74,23 @@ def _torchrun() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "torch.distributed.run"]
 
 
+def _excerpt(text: str, keep: int = 3000) -> str:
+    """The head and the tail of a long stderr: a worker's own last words come before
+    torchrun's ChildFailedError summary, which alone is ~2,500 characters."""
+    if len(text) <= 2 * keep:
+        return text
+    return f"{text[:keep]}\n[... {len(text) - 2 * keep} characters ...]\n{text[-keep:]}"
+
+
 def _env(token: str = "") -> dict:
     env = dict(os.environ)
     env.update(OMP_NUM_THREADS="1", P2P_COURSE_SOLUTIONS="1")
     # torchrun starts its workers in sessions of their own: killing an agent's group does not
     # reach them. Every process of a run inherits this marker, so none can outlive the test.
     env[MARKER] = token
+    # A worker that aborts (SIGABRT, e.g. "terminate called without an active exception"
+    # at exit) dumps every thread's Python stack: the report shows where it was.
+    env["PYTHONFAULTHANDLER"] = "1"
     # What a reader's shell would have: no pytest/xdist variables. (torchrun runs its workers
     # as `python -u` anyway: the scripts write each line in one call, or lines mix mid-line.)
     for key in [k for k in env if k.startswith("PYTEST_") or k == "PYTHONUNBUFFERED"]:
@@ -194,7 +205,7 @@ def run_all(commands: dict[str, list[str]], timeout: float = TIMEOUT) -> dict[st
                 state = (f"{why} (killed); its processes were in:\n{running[name]}"
                          if name in running else f"exit code {proc.returncode}")
                 report.append(f"{name}: {state}\n--- stdout ---\n{outputs[name]}"
-                              f"--- stderr (tail) ---\n{errors[-3000:]}")
+                              f"--- stderr ---\n{_excerpt(errors)}")
             if running or any(p.returncode != 0 for p in procs.values()):
                 pytest.fail("\n".join(report))
             return outputs
