@@ -113,3 +113,33 @@ def tcp_store_listens_on_every_interface():
         (" and ".join(hosts) or "nothing seen")
     return ClaimResult(holds, f"TCPStore('127.0.0.1', is_master=True) listens on {seen}, "
                               f"not only on 127.0.0.1: {holds}")
+
+
+@claim("11", "after DistributedDataParallel, destroy_process_group() frees nothing: "
+             "torch.distributed.nn, imported by DDP after joining, holds the group in its "
+             "default arguments; gloo's threads then end at interpreter shutdown, where "
+             "releasing a tensor aborts the process. Imported before joining, it holds nothing")
+def destroy_frees_the_group_only_if_nothing_holds_it():
+    # Source: torch/distributed/nn/functional.py (`def broadcast(tensor, src,
+    # group=group.WORLD)` and 9 more: a default is evaluated at import); DDP's constructor
+    # imports it (via torch.distributed._shard); CPython's take_gil ends a thread that asks
+    # for the GIL during shutdown (pthread_exit), and libstdc++ aborts when that unwinds
+    # through gloo's destructors ("terminate called without an active exception").
+    from labs.harness.commands.torchrun import run_job
+
+    def leave(args):
+        run = run_job("leave_after_ddp.py", nproc=2, args=args, deadline_s=60)
+        threads = [int(r.stdout.split(":")[-1]) if r.stdout.strip() else None
+                   for r in run.ranks]
+        aborted = ["terminate called without an active exception" in r.stderr
+                   for r in run.ranks]
+        return run.succeeded, threads, aborted
+
+    pinned = leave([])
+    first = leave(["--import-first"])
+    holds = (pinned == (False, [3, 3], [True, False]) and
+             first == (True, [0, 0], [False, False]))
+    return ClaimResult(holds, f"DDP, then destroy_process_group(): gloo threads still "
+                              f"running {pinned[1]}, rank 0 aborted at exit: {pinned[2][0]}; "
+                              f"torch.distributed.nn imported before joining: {first[1]}, "
+                              f"job succeeded: {first[0]}")

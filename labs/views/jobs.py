@@ -56,6 +56,16 @@ def show_endings(run: JobRun):
         print(f"rank {output.rank}: {ending(output)}")
 
 
+ABORT = "terminate called without an active exception"
+
+
+def show_exits(run: JobRun):
+    """Per rank: did it abort after its work (SIGABRT, C++'s std::terminate)?"""
+    for output in run.ranks:
+        ended = f"aborted at exit: {ABORT}" if ABORT in output.stderr else "no abort"
+        print(f"rank {output.rank}: {ended}")
+
+
 def show_log_lines(run: JobRun, pattern: str, ranks=None, width: int = 100):
     """Each rank's log lines that match `pattern`, without time stamps; long lines cut."""
     for output in run.ranks:

@@ -5,6 +5,7 @@ Each torchrun run costs a torch import per process (seconds on a loaded 2-core m
 """
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -252,3 +253,34 @@ def test_root_cause_read_from_torchrun_report():
     run = lab_run = type("Run", (), {"summaries": [summary]})()
     times, named = view.failures(lab_run)
     assert named == 3 and times[1] - times[3] == 1 and run is lab_run
+
+
+# A lesson's demo as torchrun runs it (RANK etc. set), for one rank, then how many of gloo's
+# threads this process still runs: cli.main destroyed the group, so there should be none.
+_DEMO_THEN_COUNT = """
+import os
+from labs.harness.commands import cli
+from labs.gradients import demo
+cli.main(demo, argv=[])
+names = [open(f"/proc/self/task/{t}/comm").read() for t in os.listdir("/proc/self/task")]
+print("gloo threads after cli.main:", sum("gloo" in n for n in names))
+"""
+
+
+def test_cli_main_frees_the_group_after_a_ddp_demo():
+    """Lesson 06's demo trains with DDP, whose first construction imports torch.distributed.nn
+    (defaults `group=group.WORLD`, bound at import). cli.main imports it before joining, so
+    destroy_process_group() really ends the group: no gloo thread is left to be torn down at
+    interpreter shutdown, where one can abort the process (notebook 11, section 5). Without
+    that import this prints 3 (checked)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
+               MASTER_PORT=str(port), OMP_NUM_THREADS="1", **{SOLUTIONS_ENV: "1"})
+    done = subprocess.run([sys.executable, "-c", _DEMO_THEN_COUNT], cwd=runner.ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == ["rank 0 result: 0.00e+00",
+                                        "gloo threads after cli.main: 0"], done.stdout
+
