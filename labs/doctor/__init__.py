@@ -20,7 +20,8 @@ One job per module:
     matching     which send met which receive (gloo's rule, NCCL's)
     diagnose     hangs and deadlock cycles, lone ops, waits (observed on gloo)
     buffers      buffers in flight, size and dtype mismatches
-    failures     send/recv to self, failed calls, the script's own errors
+    failures     send/recv to self, failed calls, a group that outlives its destroy, the
+                 script's own errors
     portability  NCCL rules (modelled): any source, tags, first batch, large batch, Works
     streams      NCCL's stream model for ungrouped exchanges (modelled)
     doctor       all of the above into a Report

@@ -21,6 +21,7 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
 from labs.doctor.events import Event, last_state, rank_file, read_events
+from labs.doctor.holders import holders
 from labs.doctor.watch import BufferWatch
 from labs.harness.grading import callers
 from labs.harness.grading import record as rec
@@ -93,6 +94,18 @@ class Agent:
             return works
         return batch_isend_irecv
 
+    def wrap_destroy(self, original):
+        @functools.wraps(original)
+        def destroy_process_group(group=None):
+            # ids only: a reference kept here would hold the groups itself
+            ids = {id(g) for g in c10d._world.pg_map} if group is None else set()
+            original(group)
+            if group is None:           # every group gone: so should their gloo threads be
+                left = group_threads()
+                held = holders(ids) if left else []
+                self.emit("destroyed", where=rec.caller()[0], numel=left, text="; ".join(held))
+        return destroy_process_group
+
     def wrap_init(self, original):
         @functools.wraps(original)
         def init_process_group(backend=None, *args, **kwargs):
@@ -102,6 +115,14 @@ class Agent:
                                         "run on gloo")
             return original("gloo", *args, **kwargs)
         return init_process_group
+
+
+def group_threads() -> int:
+    """gloo process groups' worker threads in this process (pt_gloo_runloop): they end when
+    their group is freed. (A Work still held keeps only gloo's transport thread.)"""
+    tasks = os.listdir("/proc/self/task")
+    return sum(open(f"/proc/self/task/{t}/comm").read().startswith("pt_gloo_runloop")
+               for t in tasks)
 
 
 def _op_fields(op) -> dict:
@@ -123,6 +144,7 @@ def _patch(agent: Agent) -> None:
     for module in (dist, c10d):
         module.init_process_group = agent.wrap_init(c10d.init_process_group)
         module.batch_isend_irecv = agent.wrap_batch(c10d.batch_isend_irecv)
+        module.destroy_process_group = agent.wrap_destroy(c10d.destroy_process_group)
 
 
 def _failure(error: BaseException) -> dict:

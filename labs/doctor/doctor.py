@@ -25,6 +25,7 @@ def findings(runs: dict, outcome) -> list:
     lone = {i for f in found if f.kind.startswith(("unmatched", "tag_")) for i in f.extra}
     found += diagnose.wait_findings(runs, lone)
     found += failures.failure_findings(runs, {r for f in found for r in f.ranks})
+    found += failures.pinned_findings(runs)
     found += portability.any_source_findings(runs) + portability.tag_findings(runs, pairs)
     found += portability.first_batch_findings(runs) + portability.large_batch_findings(runs)
     found += portability.work_findings(runs)

@@ -27,6 +27,9 @@ class Event:
     touched   the program used a buffer of the op while it was in flight (text: how)
     batch     a batch_isend_irecv call returned (seqs: its ops; nworks: the Works returned)
     work      the script waited on the Work at position `index` of a batch's list
+    destroyed destroy_process_group() of every group returned (numel: gloo's group
+              worker threads still running, 0 when the groups were freed; where: the call;
+              text: what still holds a group, "; "-separated)
     exit      the script ended (text: its exception, if any; where: the line that raised)
     """
 

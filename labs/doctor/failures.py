@@ -1,9 +1,11 @@
 """Calls that raised and ranks that died: send/recv to self, a communication call that
-failed, a rank killed without an exception; and the script's own errors (not a finding:
-the doctor's exit status 2 when nothing else explains them)."""
+failed, a rank killed without an exception, a group that destroy_process_group() did not
+free; and the script's own errors (not a finding: the doctor's exit status 2 when nothing
+else explains them)."""
 from __future__ import annotations
 
 from labs.doctor.findings import Finding, short_error
+from labs.doctor.holders import advice
 
 NCCL_SELF = ("NCCL allows send/recv to self only as a matched pair inside one batch (one "
              "group); a lone one is ncclInvalidUsage and the call raises")
@@ -42,6 +44,29 @@ def failure_findings(runs, explained_ranks: set) -> list:
             out.append(Finding("call_failed", f"{e.api} raised on rank {run.rank}", (run.rank,),
                                [(run.rank, e.where)], f"it raised {short_error(e.text)}",
                                "not modelled for this error"))
+    return out
+
+
+PINNED = ("destroy_process_group() returned, but the group's {n} gloo worker threads still run: "
+          "{held}. They end at interpreter shutdown, where a rank can abort after its work "
+          "('terminate called without an active exception'). To free the group: {todo}")
+PINNED_NCCL = ("not modelled: destroy_process_group() calls shutdown() on every group, held or "
+               "not (torch/distributed/distributed_c10d.py); what that ends on NCCL is not "
+               "checked here")
+
+
+def pinned_findings(runs) -> list:
+    """destroy_process_group() that freed nothing: the group's threads outlive it."""
+    out = []
+    for run in runs.values():
+        d = run.destroyed
+        if d is not None and d.numel:
+            held = [h for h in d.text.split("; ") if h]
+            text = PINNED.format(n=d.numel, todo=advice(held), held=(
+                "still held by " + ", ".join(held) if held else "something still holds it"))
+            out.append(Finding("group_outlives_destroy", "the process group outlived "
+                               "destroy_process_group()", (run.rank,), [(run.rank, d.where)],
+                               text, PINNED_NCCL, warning=True))
     return out
 
 

@@ -10,6 +10,7 @@ LESSON = {
     "unmatched_recv": "04_deadlock_hazards", "tag_mismatch": "04_deadlock_hazards",
     "size_mismatch": "04_deadlock_hazards", "dtype_mismatch": "04_deadlock_hazards",
     "self": "04_deadlock_hazards", "call_failed": "11_your_own_job",
+    "group_outlives_destroy": "11_your_own_job",
     "unwaited": "03_waiting_and_overlap", "partly_waited": "03_waiting_and_overlap",
     "barrier_instead_of_wait": "03_waiting_and_overlap",
     "buffer_in_flight": "03_waiting_and_overlap",
@@ -34,6 +35,7 @@ class Finding:
     nccl: str
     source: str = ""
     nccl_only: bool = False
+    warning: bool = False          # a hazard seen on gloo, not a failure: "warning", not "error"
     extra: list = field(default_factory=list)      # further lines (py-spy stacks, ...)
 
     @property

@@ -80,6 +80,7 @@ class RankRun:
     stderr: str = ""
     warmup_s: float = 0.0
     t_last: float = 0.0            # the last event this rank recorded
+    destroyed: Event | None = None  # destroy_process_group() of every group: where, threads left
 
     @property
     def by_seq(self) -> dict:
@@ -131,6 +132,8 @@ def _apply(run: RankRun, calls: dict, e: Event) -> None:
         run.batches[e.batch] = Batch(e.batch, e.seqs or [], e.nworks, e.where)
     elif e.event == "exit":
         run.exit = e
+    elif e.event == "destroyed":
+        run.destroyed = e
     elif e.seq in calls:
         _apply_to_call(run, calls[e.seq], e)
 

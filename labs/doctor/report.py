@@ -69,7 +69,7 @@ def _wrap(head: str, text: str) -> list[str]:
 
 
 def entry(f: Finding) -> list[str]:
-    level = "warning, NCCL only" if f.nccl_only else "error"
+    level = "warning, NCCL only" if f.nccl_only else "warning" if f.warning else "error"
     lines = [f"{show_path(f.first_where)}: {level} [{f.kind}]: {f.title}"]
     places: dict[str, list[int]] = {}
     for rank, where in f.where:

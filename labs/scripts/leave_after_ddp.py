@@ -3,8 +3,8 @@
     torchrun --standalone --nproc-per-node=2 labs/scripts/leave_after_ddp.py [--import-first]
 
 Each rank trains one step with DistributedDataParallel, posts one last all_reduce without
-waiting for it, calls destroy_process_group() and prints how many of gloo's threads still
-run. Rank 1 joins that all_reduce late, once rank 0 has begun to exit (or after 2 s), so that
+waiting for it, calls destroy_process_group() and prints how many of the group's gloo worker
+threads still run. Rank 1 joins that all_reduce late, once rank 0 has begun to exit (or after 2 s), so that
 rank 0's gloo thread finishes it while rank 0 shuts down, every run (notebook 11, section 5).
 
 DDP's constructor imports torch.distributed.nn, whose functions take `group=group.WORLD` as a
@@ -52,10 +52,12 @@ from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 KEPT = []
 
 
-def gloo_threads() -> int:
-    """This process's threads that gloo started (named gloo_tcp_loop, pt_gloo_runloop)."""
+def group_threads() -> int:
+    """The gloo process group's worker threads in this process (named pt_gloo_runloop): they
+    end when the group is freed. Python's threading module does not list them."""
     tasks = os.listdir("/proc/self/task")
-    return sum("gloo" in open(f"/proc/self/task/{t}/comm").read() for t in tasks)
+    return sum(open(f"/proc/self/task/{t}/comm").read().startswith("pt_gloo_runloop")
+               for t in tasks)
 
 
 def main():
@@ -81,8 +83,8 @@ def main():
         dist.destroy_process_group()
     if os.path.exists(MARKER) and rank == 1:
         os.remove(MARKER)
-    print(f"rank {rank}: after destroy_process_group(), gloo threads still running: "
-          f"{gloo_threads()}\n", end="", flush=True)
+    print(f"rank {rank}: after destroy_process_group(), the group's gloo worker threads still "
+          f"running: {group_threads()}\n", end="", flush=True)
 
 
 if __name__ == "__main__":

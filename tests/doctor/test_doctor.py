@@ -276,3 +276,22 @@ def test_each_rank_is_reported_at_its_own_failure_not_where_torchrun_stopped_it(
     self_sends = report.by_kind("self")
     assert [sorted(f.ranks) for f in self_sends] == [[0, 1]], report.text()
     assert not report.outcome.leftovers
+
+
+def test_a_group_that_outlives_destroy_process_group_is_named():
+    """After DDP, destroy_process_group() frees nothing (notebook 11, section 5): the doctor
+    counts the group's gloo threads when it returns, on every rank. Imported first, nothing.
+    (A Work still held keeps only gloo's transport thread: exchange_ok.py stays clean.)"""
+    script = ROOT / "labs" / "scripts" / "leave_after_ddp.py"
+    lines = script.read_text().splitlines()
+    line = next(n for n, text in enumerate(lines, 1) if "dist.destroy_process_group()" in text)
+    pinned = examine(Job(str(script), [], ["--nproc-per-node=2"], deadline_s=DEADLINE))
+    f = finding(pinned, "group_outlives_destroy", {0, 1}, f"{script}:{line}")
+    assert "the group's 2 gloo worker threads still run" in f.gloo and "11_your_own" in f.lesson
+    assert "default arguments of 10 functions of torch.distributed.nn.functional" in f.gloo
+    assert f"leave_after_ddp.py:{line}: warning [group_outlives_destroy]" in pinned.text()
+    assert "import torch.distributed.nn before init_process_group" in f.gloo
+    first = examine(Job(str(script), ["--import-first"], ["--nproc-per-node=2"],
+                        deadline_s=DEADLINE))
+    assert "group_outlives_destroy" not in first.kinds(), first.text()
+    assert leftovers() == []

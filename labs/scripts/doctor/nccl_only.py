@@ -41,5 +41,6 @@ if rank in (0, 1):
     recvs = [dist.P2POp(dist.irecv, torch.empty(1), peer) for _ in range(150)]
     for w in dist.batch_isend_irecv(sends + recvs):
         w.wait()
+ops = sends = recvs = None      # a P2POp keeps its group: drop them before leaving
 dist.barrier()
 dist.destroy_process_group()
