@@ -24,6 +24,9 @@ def _texts(cell):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_a_committed_notebook_holds_nothing_of_the_machine_that_ran_it(path):
     cells = json.loads(path.read_text())["cells"]
+    unnamed = [i for i, c in enumerate(cells) if "id" not in c]
+    assert not unnamed, (f"{path.name}: cells {unnamed} have no id (nbformat warns, and will "
+                         f"refuse them)")
     timed = [i for i, c in enumerate(cells) if "execution" in c.get("metadata", {})]
     assert not timed, (f"{path.name}: cells {timed} carry the run's timestamps; re-run with "
                        f"--ExecutePreprocessor.record_timing=False")
