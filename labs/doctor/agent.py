@@ -9,6 +9,7 @@ JSON line each, so that a rank killed in a hang leaves its record up to the call
 from __future__ import annotations
 
 import contextlib
+import dis
 import functools
 import os
 import runpy
@@ -91,7 +92,7 @@ class Agent:
                 batch, seqs, self.batch = self.batch, self.batch_seqs, None
             self.emit("batch", batch=batch, seqs=seqs, nworks=len(works or []),
                       where=rec.caller()[0])
-            return works
+            return Works(works, batch, self.emit) if isinstance(works, list) else works
         return batch_isend_irecv
 
     def wrap_destroy(self, original):
@@ -110,11 +111,73 @@ class Agent:
         @functools.wraps(original)
         def init_process_group(backend=None, *args, **kwargs):
             asked = str(backend) if backend is not None else ""
-            if "nccl" in asked or kwargs.pop("device_id", None) is not None:
+            device_id = kwargs.pop("device_id", None) is not None
+            if "nccl" in asked or device_id:
                 self.emit("backend", text=f"the script asked for {asked or 'a device'}; "
                                         "run on gloo")
-            return original("gloo", *args, **kwargs)
+            out = original("gloo", *args, **kwargs)
+            self.emit("init", text=asked, index=int(device_id), where=rec.caller()[0])
+            return out
         return init_process_group
+
+
+class Works(list):
+    """The list batch_isend_irecv returned, telling the doctor how the script reads it: NCCL
+    returns ONE Work for the whole batch, so unpacking the list into names, indexing it at
+    i >= 1 or relying on len() works on gloo only. A loop over it is fine on both."""
+
+    def __init__(self, works, batch, emit):
+        super().__init__(works)
+        self._batch, self._emit = batch, emit
+
+    def _tell(self, how: str, index: int = -1) -> None:
+        frame = sys._getframe(2)
+        name = frame.f_code.co_filename
+        if name.startswith(callers._NOT_CALLERS) or name.startswith("<"):
+            return                        # torch or the course reading it, not the script
+        self._emit("works", batch=self._batch, index=index, text=how,
+                   numel=len(self), where=f"{name}:{frame.f_lineno}")
+
+    def __iter__(self):
+        frame = sys._getframe(1)
+        op = frame.f_code.co_code[frame.f_lasti] if frame.f_lasti >= 0 else None
+        if op in _UNPACK:
+            self._tell("unpack", 0)
+        return super().__iter__()
+
+    def __getitem__(self, index):
+        if isinstance(index, int) and index != 0:
+            self._tell("index", index)
+        elif isinstance(index, slice):
+            self._tell("slice", index.start or 0)
+        return super().__getitem__(index)
+
+    def __len__(self):
+        if _calls_len(sys._getframe(1)):      # len(works) in the script, not list(works)
+            self._tell("len")
+        return super().__len__()
+
+    def __reduce_ex__(self, protocol):     # pickled or copied: a plain list
+        return (list, (list(self),))
+
+
+_UNPACK = {dis.opmap["UNPACK_SEQUENCE"], dis.opmap["UNPACK_EX"]}
+
+
+@functools.lru_cache(maxsize=256)
+def _instructions(code) -> dict:
+    ins = [i for i in dis.get_instructions(code) if i.opname != "CACHE"]
+    return {i.offset: (k, ins) for k, i in enumerate(ins)}
+
+
+def _calls_len(frame) -> bool:
+    """Is the frame calling the builtin len() on one argument right now?"""
+    try:
+        k, ins = _instructions(frame.f_code)[frame.f_lasti]
+    except KeyError:
+        return False
+    loads = [i for i in ins[max(0, k - 4):k] if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")]
+    return ins[k].opname == "CALL" and bool(loads) and loads[0].argval == "len"
 
 
 def group_threads() -> int:

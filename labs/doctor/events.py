@@ -2,6 +2,18 @@
 
 Each rank appends to `<dir>/rank<R>.jsonl` and flushes every line, so the events of a rank
 that is killed in a hang are on disk up to the call it hangs in.
+
+GPU scripts (labs/doctor/cuda.py maps CUDA onto the CPU and NCCL onto gloo): every "call" and
+"post" event carries `stream`, the stand-in CUDA stream that was current when the op was
+posted: "" when the script never used CUDA streams (no torch.cuda.Stream, stream(),
+current_stream(), default_stream(), Event or record_stream on this rank; ranks.py turns an
+early "" into "default" once the rank used any), "default" for the default stream, and
+"side 1", "side 2", ... for the script's torch.cuda.Stream() objects in creation order. An
+"init" event follows every init_process_group that returned: `text` is the backend the script
+asked for ("" if none), `index` 1 when it passed device_id (NCCL's eager init), else 0; a
+"new_group" event likewise for new_group (text: the backend asked, numel: its size, 0 for
+every rank). A wait on a Work inside a side stream is recorded like any wait: the NCCL
+model reasons from the op's `stream`.
 """
 from __future__ import annotations
 
@@ -16,7 +28,10 @@ class Event:
 
     start     the script starts (numel: the world size)
     ready     the record is ready (elapsed_s: its one-time start-up cost in this process)
-    backend   the script asked for another backend than gloo (text: which); run on gloo
+    backend   what the run changed (text: the report's header line, e.g. the script asked
+              for nccl and CUDA: run on gloo, CUDA mapped onto the CPU); the last one counts
+    init      init_process_group returned (text: the backend asked; index: 1 with device_id)
+    new_group new_group returned (text: the backend asked; numel: the group's size, 0 = all)
     call      a communication call is about to run (op fields below); "post" or "raised"
               follows unless the rank was stopped inside the call
     post      the call returned: the op reached the process group
@@ -53,6 +68,7 @@ class Event:
     index: int = -1
     overhead_s: float = 0.0      # exit: time spent in the doctor's own code on this rank
     elapsed_s: float = 0.0       # exit: how long the script ran on this rank
+    stream: str = ""             # call/post: the CUDA stream current at the post (see above)
 
     def to_line(self) -> str:
         return json.dumps({k: v for k, v in asdict(self).items()

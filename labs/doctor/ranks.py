@@ -35,6 +35,7 @@ class Call:
     wait_failed: str = ""
     changed: str = ""
     touched: list = field(default_factory=list)      # (where, text)
+    stream: str = ""          # the CUDA stream it was posted on ("" without CUDA streams)
 
     @property
     def p2p(self) -> bool:
@@ -81,6 +82,14 @@ class RankRun:
     warmup_s: float = 0.0
     t_last: float = 0.0            # the last event this rank recorded
     destroyed: Event | None = None  # destroy_process_group() of every group: where, threads left
+    inits: list = field(default_factory=list)        # "init" events: init_process_group calls
+    groups: list = field(default_factory=list)       # "new_group" events
+
+    @property
+    def device_id(self) -> bool:
+        """The first init_process_group passed device_id (NCCL creates its communicator
+        eagerly then, not at each pair's first call)."""
+        return bool(self.inits) and self.inits[0].index == 1
 
     @property
     def by_seq(self) -> dict:
@@ -103,6 +112,9 @@ def read_rank(rank: int, events: list[Event]) -> RankRun:
     run, calls = RankRun(rank), {}
     for e in events:
         _apply(run, calls, e)
+    if any(c.stream for c in run.calls):    # the rank used CUDA streams: the rest were on
+        for c in run.calls:                 # the default stream before its first use
+            c.stream = c.stream or "default"
     return run
 
 
@@ -117,7 +129,7 @@ def _apply(run: RankRun, calls: dict, e: Event) -> None:
     elif e.event in ("call", "post", "raised"):
         call = Call(run.rank, e.seq, e.kind, e.name, e.api, e.peer, e.numel, e.dtype, e.tag,
                     e.nbytes, e.where, e.batch, e.t, raised=e.text if e.event == "raised" else "",
-                    returned=e.event != "call")
+                    returned=e.event != "call", stream=e.stream)
         announced = calls.pop(e.seq, None)
         if announced is not None and not announced.returned:   # its "call": now it is over
             call.t_post = announced.t_post
@@ -134,6 +146,10 @@ def _apply(run: RankRun, calls: dict, e: Event) -> None:
         run.exit = e
     elif e.event == "destroyed":
         run.destroyed = e
+    elif e.event == "init":
+        run.inits.append(e)
+    elif e.event == "new_group":
+        run.groups.append(e)
     elif e.seq in calls:
         _apply_to_call(run, calls[e.seq], e)
 
