@@ -171,13 +171,21 @@ def _instructions(code) -> dict:
 
 
 def _calls_len(frame) -> bool:
-    """Is the frame calling the builtin len() on one argument right now?"""
+    """Is the frame calling the builtin len() right now? (The callable is the last name
+    pushed after a NULL before the CALL: `len(works)`, `range(len(works))`, not `list(works)`.)"""
     try:
         k, ins = _instructions(frame.f_code)[frame.f_lasti]
     except KeyError:
         return False
-    loads = [i for i in ins[max(0, k - 4):k] if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")]
-    return ins[k].opname == "CALL" and bool(loads) and loads[0].argval == "len"
+    if ins[k].opname != "CALL":
+        return False
+    for j in range(k - 1, max(-1, k - 8), -1):
+        i = ins[j]
+        if i.opname == "LOAD_GLOBAL" and i.argrepr.startswith("NULL + "):
+            return i.argval == "len"
+        if i.opname == "LOAD_NAME" and j and ins[j - 1].opname == "PUSH_NULL":
+            return i.argval == "len"
+    return False
 
 
 def group_threads() -> int:
