@@ -11,7 +11,8 @@ The design, in four pieces:
                 reference on copies of the same inputs, then the body, and checks what
                 holds for every exercise (compare, every request waited, no buffer written
                 in flight, arguments untouched unless written in place, results not
-                aliased to arguments nor reused by a later call).
+                aliased to arguments nor reused by a later call: again.py, the
+                second call).
 A grader (one test function per exercise, a short list of cases, see
 tests/graders/template.py) adds what is particular to its exercise: the values, and the
 lesson's own points (one batch, overlap) from the timeline trace. In order of use:

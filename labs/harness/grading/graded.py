@@ -17,17 +17,15 @@ every call, in the worker, by one piece of code rather than by each grader.
        * it wrote an argument the contract does not let it write;
        * its result shares memory with an argument (where the contract wants new tensors);
        * a result it returned earlier has changed, or one it returned is still held by the
-         body once the caller lets go of it (a buffer it keeps and reuses, however many).
+         body once the caller lets go of it (a buffer it keeps and reuses, however many):
+         the second call, again.py.
 """
 from __future__ import annotations
 
-import gc
 import importlib
 import inspect
 import os
 import sys
-import time
-import weakref
 from dataclasses import replace
 
 import torch
@@ -37,18 +35,18 @@ from labs.harness import COURSE_ROOT
 from labs.harness.ranks import tracing
 from labs.harness.ranks.exercises import untouched
 from labs.harness.grading import lessons
+from labs.harness.grading.again import CalledAgain, _flat
 from labs.harness.grading.channels import SideChannel, closed_roads
-from labs.harness.grading.buffers import (DIGESTS, DISTINCT, Noting, overlap, read_only,
-                                           same_bytes)
-from labs.harness.grading.compare import (Method, contents_problems, differences,
-                                           moved_before_refusing, relay_problems)
+from labs.harness.grading.buffers import DIGESTS, DISTINCT, Noting, overlap, read_only
+from labs.harness.grading.compare import (Method, differences, moved_before_refusing,
+                                           relay_problems)
 from labs.harness.grading.methods import METHODS
 from labs.harness.grading.order import order_problems
 from labs.harness.grading.private import private_names
 from labs.harness.grading.record import forbidding, install, outstanding, record
 from labs.harness.grading.run import GradeFailure
 from labs.harness.grading.sums import pieces, probe_args, shuffled_problems, sums_problems
-from labs.harness.grading.state import (_modules, _parameters, copy_args, grads_problems,
+from labs.harness.grading.state import (_parameters, copy_args, grads_problems,
                                          memory_problems, places, shares_memory, snapshot,
                                          state, state_problems, tensors, unchanged, written)
 
@@ -101,7 +99,7 @@ def _not_yours(impl: str, reference):
     return [inspect.unwrap(reference).__code__, *lessons.codes()], prefixes
 
 
-class GradedBody:
+class GradedBody(CalledAgain):
     """`name`'s body under test, with its reference and its declared `Method`."""
 
     def __init__(self, name: str, body, reference, method: Method, borrowing=((), ())):
@@ -168,16 +166,6 @@ class GradedBody:
                 self._earlier.append((result, snapshot(result)))
         return result
 
-    def _again(self, args, kwargs):
-        """The second call's arguments. Values change on even ranks only: a body that skips
-        the work when its own input repeats is wrong as soon as another rank's changed. Odd
-        ranks pass the very same objects where the call only reads them (a memo keyed on
-        the object is found out too), copies where it writes."""
-        if dist.get_rank() % 2 == 0:
-            return copy_args((args, kwargs), shift=1)
-        return (tuple(copy_args(a) if i in self.method.writes else a
-                      for i, a in enumerate(args)), dict(kwargs))
-
     def _lent(self, args) -> list:
         """[(name, tensor)] the body may read and not write: the arguments the contract
         does not let it write, and every module's parameters (a module's .grad it may)."""
@@ -187,61 +175,11 @@ class GradedBody:
                 for t in (tensors(a) if i not in self.method.writes else
                           [p.data for p in _parameters(a)])]
 
-    def _probes(self, args) -> bool:
-        """Call the body again after this call? Every call that returns new tensors (a
-        buffer kept for some cases only shows in those cases); otherwise the first call of a
-        launch, and one of at least 1 MiB larger than any probed (a cache kept for large
-        tensors only shows on them)."""
-        size = sum(t.nbytes for t in tensors(args))
-        first_or_larger = self._probed < 0 or (size >= 1 << 20 and size > self._probed)
-        if first_or_larger:
-            self._probed = max(self._probed, size)
-        if self.method.returns_requests:    # what it returns: kept by the body after?
-            return first_or_larger
-        if self.method.returns == "nothing":     # what it wrote may be a buffer it keeps
-            return bool(self.method.writes) and first_or_larger
-        return self.method.returns in ("fresh", "any") or first_or_larger
-
     @staticmethod
     def _raise_if(problems):
         if problems:       # the case is in the rank's status note: grade() names it
             first, *more = dict.fromkeys(problems)
             raise GradeFailure(first + (f" (and {len(more)} more problem(s))" if more else ""))
-
-    def _call_again(self, kept, box, first_reference=None) -> list[str]:
-        """Call the body again (every rank does; `_again` says on what), beside the
-        reference, and check that the first result is still what it was, that what was sent
-        and returned follows the new inputs (`_contents_again`, `_stale`), and that the second
-        call's results (and gradients) die with the caller's references: not a buffer (or
-        list) the body keeps and reuses, whether the next call or a later one overwrites it."""
-        requests = self.method.returns_requests     # the first call's are still in flight
-        with torch._C.DisableTorchFunctionSubclass():
-            values = [] if requests else [t.detach().clone() for t in written(kept)]
-        args, kwargs = box.pop()
-        # What travels must not depend on earlier calls either (a difference from the last
-        # message sent is the data only the first time): the reference runs on these too.
-        expected = self._reference_ops(args, kwargs) if not requests else (None, True)
-        start = len(tracing.TRACER.events)
-        try:
-            with record() as ops, closed_roads() as roads:
-                try:
-                    second = self.body(*args, **kwargs)
-                    if requests:
-                        _wait_all(second)
-                except SideChannel:      # said below, as in the first call
-                    second = None
-        finally:
-            del tracing.TRACER.events[start:]
-        if roads:
-            return [f"rank {dist.get_rank()} {road}" for road in roads]
-        if expected[0] is not None and not expected[1]:   # the reference accepted these inputs
-            sent = self._contents_again(ops, expected[0]) if self.method.contents else []
-            sent = sent or self._stale(values, second, args, first_reference)
-            if sent:
-                return sent
-        box = [(second, args, kwargs)]       # _kept holds the only references: it drops them
-        del second, args, kwargs
-        return self._kept(kept, values, box, ops)
 
     def _sums_probe(self, args, kwargs, refused) -> list[str]:
         """The body again, beside the reference, on the probes of labs.harness.grading.sums:
@@ -285,62 +223,6 @@ class GradedBody:
         if order or (noting.positions and self.method.sums == "mean"):
             return order
         return sums_problems(ops, expected, self.method, bool(noting.positions))
-
-    def _stale(self, values, second, args, first_reference) -> list[str]:
-        """The reference's results changed between the two calls (another rank's input
-        did), the body's did not: it kept them from the first call."""
-        with torch._C.DisableTorchFunctionSubclass():
-            now = [t.detach().clone() for t in written((second, [a for i, a in enumerate(args)
-                                                                  if i in self.method.writes]))]
-        then, reference = first_reference or [], self._reference_out
-        if not (len(values) == len(now) == len(then) == len(reference)):
-            return []
-        if any(not same_bytes(r1, r2) and same_bytes(b1, b2)
-               for b1, b2, r1, r2 in zip(values, now, then, reference)):
-            return [f"rank {dist.get_rank()} returned (or wrote) the same values when "
-                    f"{self.__name__} was called again, although another rank's input had "
-                    f"changed: compute each call's result from what arrives, do not keep it "
-                    f"from an earlier call"]
-        return []
-
-    def _contents_again(self, ops, expected) -> list[str]:
-        sent = contents_problems(ops, expected, self.method, rank=dist.get_rank(),
-                                 world_size=dist.get_world_size())
-        return [sent[0] + f" (when {self.__name__} was called again, on other values)"] \
-            if sent else []
-
-    def _kept(self, kept, values, box, ops) -> list[str]:
-        """The first call's results unchanged, the second's not held by the body."""
-        requests = self.method.returns_requests
-        second, args, kwargs = box.pop()
-        reused = (f"rank {dist.get_rank()} changed what an earlier call returned (or wrote) "
-                  f"when {self.__name__} was called again: results and gradients are new "
-                  f"tensors each call, not a buffer (or list) you keep and reuse")
-        with torch._C.DisableTorchFunctionSubclass():
-            now = [] if requests else written(kept)
-            if len(now) != len(values) or not all(same_bytes(a.detach(), b)
-                                                  for a, b in zip(now, values)):
-                return [reused]
-            if outstanding(ops):       # the first call's checks say so; its buffers live on
-                return []
-            storages = self._storages(second, [args, list(kwargs.values())])
-        del second, args, kwargs
-        if _alive(storages):
-            return [f"rank {dist.get_rank()} kept a reference to what {self.__name__} returned "
-                    f"(or wrote), so a later call can overwrite it: results and gradients are "
-                    f"new tensors each call, not a buffer (or list) you keep and reuse"]
-        return []
-
-    def _storages(self, result, args) -> list:
-        """Weak references to the memory of what a call returned (new tensors) and of the
-        gradients it wrote. The modules' gradients are then set to None: keeping a model
-        is fine, keeping its gradients' memory is not."""
-        mine = tensors(_flat(result)) if self.method.returns in ("fresh", "any") else []
-        mine += [p.grad for p in _parameters(args) if p.grad is not None]
-        storages = [weakref.ref(t.untyped_storage()) for t in mine]
-        for module in _modules(args):
-            module.zero_grad(set_to_none=True)
-        return storages
 
     def _reference_ops(self, args, kwargs):
         """(the reference's record on copies of the arguments, whether it raised): None if
@@ -451,32 +333,6 @@ def _request_problems(ops, result, rank, name) -> list[str]:
         return [f"rank {rank} returned without the request of {kept[0].describe()}: hand "
                 f"back every Work the batch returns, so that the caller waits for each"]
     return []
-
-
-def _wait_all(result) -> None:
-    for work in _flat(result):
-        if hasattr(work, "wait"):
-            work.wait()
-
-
-def _alive(storages) -> list:
-    """The storages still alive once nothing of the grader's holds them. A Work's thread
-    may let go of its buffers a moment after wait() returns: look again, briefly."""
-    for _ in range(20):
-        left = [ref for ref in storages if ref() is not None]
-        if not left:
-            return []
-        gc.collect()
-        time.sleep(0.01)
-    return left
-
-
-def _flat(x) -> list:
-    if isinstance(x, dict):
-        return _flat(list(x.values()))
-    if isinstance(x, (list, tuple)):
-        return [y for item in x for y in _flat(item)]
-    return [x]
 
 
 def _parameter_names(fn, n) -> list[str]:
