@@ -52,6 +52,22 @@ def barrier_is_not_wait(rank, world_size):
     return after_barrier, send.is_completed(), buf.item()
 
 
+def barriers_returned_first(trace) -> bool:
+    """Read from barrier_is_not_wait's trace: did every rank's first barrier return before
+    the rank its isend goes to had posted the matching receive? Then the barrier returned
+    while the send could not have completed (gloo's send needs its receive), whatever the
+    timing. One clock for every rank (perf_counter), so the ranks' timestamps compare.
+    (The notebook, through labs.views.waiting, and the claims ledger both read it here.)"""
+    ranks = sorted({e.rank for e in trace})
+    for rank in ranks:
+        barrier = next(e for e in trace if e.rank == rank and e.op == "barrier")
+        receiver = ranks[(ranks.index(rank) + 1) % len(ranks)]
+        recv = next(e for e in trace if e.rank == receiver and e.op == "irecv" and e.peer == rank)
+        if barrier.t_done is None or barrier.t_done >= recv.t_post:
+            return False
+    return True
+
+
 # -- 2. which Work guards which buffer ------------------------------------------------------
 
 def reuse_after_recv_wait(rank, world_size):

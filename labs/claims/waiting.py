@@ -10,25 +10,10 @@ from labs.claims.common import HANG, Ended, attempt
 from labs.claims.registry import ClaimResult, claim
 
 
-def barriers_returned_first(trace) -> bool:
-    """lesson.barrier_is_not_wait: did every rank's first barrier return before the rank its
-    isend goes to had posted the matching receive? Then the barrier returned while the send
-    could not have completed (gloo's send needs its receive), whatever the timing. One clock
-    for every rank (perf_counter), so the ranks' timestamps compare."""
-    ranks = sorted({e.rank for e in trace})
-    for rank in ranks:
-        barrier = next(e for e in trace if e.rank == rank and e.op == "barrier")
-        receiver = ranks[(ranks.index(rank) + 1) % len(ranks)]
-        recv = next(e for e in trace if e.rank == receiver and e.op == "irecv" and e.peer == rank)
-        if barrier.t_done is None or barrier.t_done >= recv.t_post:
-            return False
-    return True
-
-
 @claim("03", "a barrier does not complete point-to-point work: only wait() does")
 def barrier_does_not_complete_p2p():
     results = launch(lesson.barrier_is_not_wait, 2, quiet=True)
-    first = barriers_returned_first(results.trace)
+    first = lesson.barriers_returned_first(results.trace)
     after_wait = [r[1] for r in results]
     received = [r[2] for r in results] == [1.0, 0.0]
     return ClaimResult(first and after_wait == [True, True] and received,

@@ -1,9 +1,8 @@
 """Notebook 03's notebook-side code: what the barrier demo's trace shows (the ledger's
 check, reused), the overlap timeline with its phases marked, and the per-step timings of
 the overlap measurement."""
-from labs.claims.waiting import barriers_returned_first  # noqa: F401 (the notebook uses it)
 from labs.harness.notebook.plots import timeline
-from labs.waiting import MODES
+from labs.waiting import MODES, barriers_returned_first  # noqa: F401 (the notebook uses it)
 
 
 def overlap_timeline(trace, title="", unit="ms"):
