@@ -21,6 +21,7 @@ import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
+from labs.doctor import cuda
 from labs.doctor.events import Event, last_state, rank_file, read_events
 from labs.doctor.holders import holders
 from labs.doctor.watch import BufferWatch
@@ -41,6 +42,18 @@ class Agent:
         self.batch_of = {}                        # op seq -> (batch, position in it)
         self.own_s = 0.0
         self.watch = BufferWatch(self.touched)
+        self.asked, self.device_id, self.noted = "", False, ""
+        self.cuda = None                          # the stand-in's state, while mapped
+
+    def note(self) -> None:
+        """The report's header line, again whenever it changes (the last one counts)."""
+        text = cuda.header(self.asked, self.device_id, bool(self.cuda and self.cuda.used))
+        if text and text != self.noted:
+            self.noted = text
+            self.emit("backend", text=text)
+
+    def stream(self) -> str:
+        return self.cuda.stream_name() if self.cuda is not None else ""
 
     def emit(self, event: str, **fields) -> None:
         self.file.write(Event(self.rank, event, time.perf_counter(), **fields).to_line())
@@ -52,7 +65,7 @@ class Agent:
         start = time.perf_counter()
         if event == "call":
             batch = self.batch if op.kind in ("send", "recv") else None
-            self.emit("call", **_op_fields(op), batch=batch)
+            self.emit("call", **_op_fields(op), batch=batch, stream=self.stream())
         elif event == "post":
             self._post(op, info.get("tensors", []))
         elif event == "raised":
@@ -67,7 +80,7 @@ class Agent:
             fields["batch"] = self.batch
             self.batch_of[op.seq] = (self.batch, len(self.batch_seqs))
             self.batch_seqs.append(op.seq)
-        self.emit("post", **fields)
+        self.emit("post", **fields, stream=self.stream())
         if op.kind in ("send", "recv") and op.returned_work:
             self.watch.posted(op.seq, op.kind == "send", tensors)
 
@@ -111,14 +124,25 @@ class Agent:
         @functools.wraps(original)
         def init_process_group(backend=None, *args, **kwargs):
             asked = str(backend) if backend is not None else ""
-            device_id = kwargs.pop("device_id", None) is not None
-            if "nccl" in asked or device_id:
-                self.emit("backend", text=f"the script asked for {asked or 'a device'}; "
-                                        "run on gloo")
+            device_id = kwargs.pop("device_id", None) is not None   # NCCL's eager init
+            self.asked, self.device_id = self.asked or asked, self.device_id or device_id
+            self.note()
             out = original("gloo", *args, **kwargs)
             self.emit("init", text=asked, index=int(device_id), where=rec.caller()[0])
             return out
         return init_process_group
+
+    def wrap_new_group(self, original):
+        @functools.wraps(original)
+        def new_group(ranks=None, timeout=None, backend=None, pg_options=None, *args, **kw):
+            asked = str(backend) if backend is not None else ""
+            kw.pop("device_id", None)
+            if "nccl" in asked:                  # NCCL's options mean nothing to gloo
+                backend, pg_options = "gloo", None
+            out = original(ranks, timeout, backend, pg_options, *args, **kw)
+            self.emit("new_group", text=asked, numel=len(ranks or []), where=rec.caller()[0])
+            return out
+        return new_group
 
 
 class Works(list):
@@ -216,6 +240,7 @@ def _patch(agent: Agent) -> None:
         module.init_process_group = agent.wrap_init(c10d.init_process_group)
         module.batch_isend_irecv = agent.wrap_batch(c10d.batch_isend_irecv)
         module.destroy_process_group = agent.wrap_destroy(c10d.destroy_process_group)
+        module.new_group = agent.wrap_new_group(c10d.new_group)
 
 
 def _failure(error: BaseException) -> dict:
@@ -236,6 +261,17 @@ def _recording(agent: Agent):
         yield
 
 
+@contextlib.contextmanager
+def _mapped(agent: Agent):
+    """CUDA onto the CPU (labs/doctor/cuda.py), for the script only."""
+    with cuda.mapping(cuda.standin.local_devices(), agent.note) as state:
+        agent.cuda = state
+        try:
+            yield
+        finally:
+            agent.cuda = None
+
+
 def run(script: str, args: list[str], folder: str) -> None:
     """Run `script` as __main__ under the record; its events go to `folder`."""
     agent = Agent(folder, int(os.environ.get("RANK", "0")))
@@ -252,7 +288,8 @@ def run(script: str, args: list[str], folder: str) -> None:
             torch.zeros(1).add_(1)
             warmup, start = time.perf_counter() - start, time.perf_counter()
             agent.emit("ready", elapsed_s=warmup)
-            runpy.run_path(script, run_name="__main__")
+            with _mapped(agent):
+                runpy.run_path(script, run_name="__main__")
     except SystemExit as done:
         if done.code not in (None, 0):
             fields = dict(text=f"SystemExit: {done.code}")

@@ -1,0 +1,168 @@
+"""CUDA onto the CPU inside the doctor's ranks (agent.py enters `mapping()` around the
+script, nowhere else): a GPU script runs unmodified on a CPU-only machine.
+
+Two mechanisms cover the whole class, not a list of names:
+- `OnTheCpu`, a TorchFunctionMode, sees every torch function and Tensor method the script
+  calls: a CUDA device anywhere in its arguments (`device="cuda"`, `"cuda:1"`,
+  `torch.device("cuda", i)`, `.to(device)`, `.to(0)`) becomes the CPU, `.cuda()` and
+  `pin_memory()` return the tensor, `pin_memory=True` is dropped, `record_stream` notes
+  the stream; a kernel with no CPU implementation (a custom CUDA op) raises NotMapped.
+- `torch.cuda` is replaced by the stand-in namespace of standin.py (a machine with
+  LOCAL_WORLD_SIZE devices, streams and events recorded, not run).
+Imports of GPU kernel libraries (Triton, flash-attention, ...) by the script raise NotMapped,
+an ImportError too, so a script's own `except ImportError:` fallback still runs.
+
+Tensors stay CPU tensors (gloo needs them): `t.is_cuda` is False and `t.device.type` is
+"cpu", the truth about where the data is; a script that branches on it takes its CPU path.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib.abc
+import sys
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from labs.doctor import standin
+from labs.doctor.standin import GPU_ERRORS, STATE, NotMapped
+
+_CPU = torch.device("cpu")
+
+# GPU kernel libraries: importing one is asking for CUDA kernels.
+KERNELS = {"triton": "Triton compiles GPU kernels",
+           "flash_attn": "flash-attention's kernels are CUDA kernels",
+           "flash_attn_2_cuda": "flash-attention's kernels are CUDA kernels",
+           "flash_attn_interface": "flash-attention's kernels are CUDA kernels",
+           "xformers": "xformers' kernels are CUDA kernels",
+           "apex": "apex's fused kernels are CUDA kernels",
+           "transformer_engine": "Transformer Engine's kernels are CUDA kernels",
+           "cupy": "CuPy runs on a GPU", "pycuda": "PyCUDA runs on a GPU",
+           "numba.cuda": "numba.cuda compiles GPU kernels"}
+
+# Raised where an import of such a library is; an ImportError too (see the docstring).
+NotMappedImport = type("NotMapped", (NotMapped, ImportError), {})
+
+
+def _is_cuda(device) -> bool:
+    if isinstance(device, torch.device):
+        return device.type == "cuda"
+    return isinstance(device, str) and device.split(":")[0] == "cuda"
+
+
+def _cpu(value, positional_int: bool = False):
+    """The CPU for a CUDA device (or, where it can only be a device, a bare index)."""
+    if _is_cuda(value) or (positional_int and type(value) is int):
+        STATE.use()
+        return _CPU
+    return value
+
+
+def _same(tensor, *args, **kwargs):
+    STATE.use()
+    return tensor
+
+
+def _record_stream(tensor, stream):
+    standin.STATE.used_streams = True
+    STATE.use()
+
+
+def _type(tensor, dtype=None, non_blocking=False, **kwargs):
+    if isinstance(dtype, str) and dtype.startswith("torch.cuda."):
+        STATE.use()
+        dtype = "torch." + dtype[len("torch.cuda."):]
+    return tensor.type(dtype, non_blocking, **kwargs) if dtype is not None else tensor.type()
+
+
+_INSTEAD = {torch.Tensor.cuda: _same, torch.Tensor.pin_memory: _same,
+            torch.Tensor.is_pinned: lambda tensor, *a, **k: False,
+            torch.Tensor.record_stream: _record_stream}
+_DEVICE_FIRST = {torch.Tensor.to}          # where a bare int is a device (.to(0))
+
+
+class OnTheCpu(TorchFunctionMode):
+    """Every torch call's CUDA device becomes the CPU (see the module's docstring)."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False      # as the record's mode: no dynamo import at the first op
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        instead = _INSTEAD.get(func)
+        if instead is not None:
+            return instead(*args, **kwargs)
+        if func is torch.Tensor.type:
+            return _type(*args, **kwargs)
+        if "device" in kwargs:
+            kwargs["device"] = _cpu(kwargs["device"], True)    # device=0: cuda:0
+        if kwargs.get("pin_memory"):
+            kwargs["pin_memory"] = False
+        if args and func in _DEVICE_FIRST:
+            args = (args[0], _cpu(args[1], True), *args[2:]) if len(args) > 1 else args
+        args = tuple(_cpu(a) if isinstance(a, (torch.device, str)) else a for a in args)
+        try:
+            return func(*args, **kwargs)
+        except (RuntimeError, NotImplementedError, AssertionError) as error:
+            if isinstance(error, NotMapped) or not any(w in str(error) for w in GPU_ERRORS):
+                raise
+            raise NotMapped(_name(func), str(error).splitlines()[0][:160]) from error
+
+
+def _name(func) -> str:
+    qualified = getattr(func, "__qualname__", "") or getattr(func, "__name__", "")
+    module = getattr(func, "__module__", "") or ""
+    if isinstance(func, torch._ops.OpOverloadPacket | torch._ops.OpOverload):
+        return f"torch.ops.{func}"
+    return f"{module}.{qualified}".strip(".") if qualified else str(func)
+
+
+class _Kernels(importlib.abc.MetaPathFinder):
+    """`import triton` (flash_attn, ...) by the script, not by torch's optional imports."""
+
+    def find_spec(self, name, path=None, target=None):
+        why = KERNELS.get(name) or KERNELS.get(name.partition(".")[0])
+        if why and not _imported_by_torch():
+            raise NotMappedImport(f"import {name}", why)
+        return None
+
+
+def _imported_by_torch() -> bool:
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(("<frozen", "<")):
+        frame = frame.f_back
+    return frame is not None and frame.f_code.co_filename.startswith(
+        torch.__path__[0] + "/")
+
+
+@contextlib.contextmanager
+def mapping(devices: int, on_use=lambda: None):
+    """Inside: torch.cuda is the stand-in, CUDA devices are the CPU, GPU kernel libraries
+    cannot be imported. Everything is put back on the way out."""
+    standin.configure(devices)
+    STATE.on_use = on_use
+    real = sys.modules["torch.cuda"]
+    stand_in = standin.StandIn(real)
+    finder = _Kernels()
+    sys.modules["torch.cuda"], torch.cuda = stand_in, stand_in
+    sys.meta_path.insert(0, finder)
+    try:
+        with OnTheCpu():
+            yield STATE
+    finally:
+        sys.meta_path.remove(finder)
+        sys.modules["torch.cuda"], torch.cuda = real, real
+        STATE.on_use = lambda: None
+
+
+def header(asked: str, device_id: bool, used: bool) -> str:
+    """The report's header line for what was mapped ("" when nothing was)."""
+    mapped = "CUDA mapped onto the CPU (streams and events recorded, not run)"
+    if "nccl" in asked and used:
+        return f"the script asked for {asked} and CUDA: run on gloo, {mapped}"
+    if used:
+        return f"the script used CUDA: {mapped}"
+    if "nccl" in asked or device_id:
+        return f"the script asked for {asked or 'a device'}; run on gloo"
+    return ""
