@@ -17,10 +17,17 @@ def in_flight_findings(runs) -> list:
             out.append(Finding(
                 "buffer_in_flight", f"the buffer of {c.describe()} used while in flight",
                 (c.rank,), [(c.rank, c.where), (c.rank, where)],
-                f"{text}: what is sent or received is whatever the buffer held at the moment "
-                f"gloo's thread copied it (a race)", "the same race on NCCL, on the GPU's "
+                f"{text}: {_race(c)}", "the same race on NCCL, on the GPU's "
                 "stream: the buffer belongs to the transfer until wait()"))
     return out
+
+
+def _race(c) -> str:
+    if c.kind == "recv":
+        return ("a read before wait() sees stale or partial data, and a write can be "
+                "overwritten by the message (a race with gloo's thread)")
+    return ("what is sent is whatever the buffer held at the moment gloo's thread copied it "
+            "(a race)")
 
 
 def _abort_seen(run) -> bool:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 
-from labs.doctor import buffers, diagnose, failures, portability, streams
+from labs.doctor import buffers, communicators, diagnose, failures, portability, streams
 from labs.doctor.matching import match
 from labs.doctor.ranks import read_rank
 from labs.doctor.report import Report, merged, show_path
@@ -28,9 +28,25 @@ def findings(runs: dict, outcome) -> list:
     found += failures.pinned_findings(runs)
     found += portability.any_source_findings(runs) + portability.tag_findings(runs, pairs)
     found += portability.first_batch_findings(runs) + portability.large_batch_findings(runs)
-    found += portability.work_findings(runs)
-    found += streams.ungrouped_findings(runs, pairs, bool(hung) or bool(outcome.stopped))
+    found += portability.work_findings(runs, outcome.events)
+    found += _lazy(communicators.lazy_findings(runs), hung)
+    found += streams.ungrouped_findings(runs, match(runs, tags=False),
+                                        bool(hung) or bool(outcome.stopped))
     return found
+
+
+def _lazy(lazy: list, hung: list) -> list:
+    """A deadlock on gloo whose ranks the communicator cycle covers hangs on NCCL at any
+    size: say it in the deadlock's entry, not twice."""
+    out = []
+    for f in lazy:
+        same = [d for d in hung if set(d.ranks) <= set(f.ranks)]
+        for d in same:
+            d.nccl, d.source = (f"the same hang on NCCL, and at any size: "
+                                f"{f.nccl.split('. ', 1)[1]}", f.source)
+        if not same:
+            out.append(f)
+    return out
 
 
 def _ending(runs, outcome, world_size) -> list[str]:
@@ -95,9 +111,27 @@ def report(outcome) -> Report:
     notes = sorted({run.asked for run in runs.values() if run.asked})
     errors = failures.script_errors(runs)
     notes += [f"the script raised: {e}" for e in errors]
+    notes += _streams_note(runs)
     found = merged(found)
+    checked = _checked(runs)
     failed = bool(errors) or (outcome.returncode not in (0, None)) or not runs \
-        or outcome.stopped == "deadline"
-    status = 1 if found else 2 if failed else 0
+        or outcome.stopped == "deadline" or not checked
+    status = 1 if any(not f.note for f in found) else 2 if failed else 0
     return Report(outcome.job.command(), world, found, _ending(runs, outcome, world), notes,
-                  status, _timings(runs, outcome), runs=runs, outcome=outcome)
+                  status, _timings(runs, outcome), runs=runs, outcome=outcome,
+                  checked=checked)
+
+
+def _checked(runs) -> bool:
+    """Something was checked: a process group was made (or a call recorded)."""
+    return any(run.inits or run.calls or run.batches for run in runs.values())
+
+
+def _streams_note(runs) -> list[str]:
+    used = sorted({c.stream for run in runs.values() for c in run.calls
+                   if c.stream not in ("", "default")})
+    if not used:
+        return []
+    return [f"CUDA streams used for communication ({', '.join(used)}): on NCCL a wait() "
+            f"orders the current stream, not the host; what that orders across streams is "
+            f"not modelled"]

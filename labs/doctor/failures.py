@@ -48,15 +48,23 @@ def failure_findings(runs, explained_ranks: set) -> list:
 
 
 PINNED = ("destroy_process_group() returned, but the group's {n} gloo worker threads still run: "
-          "{held}. They end at interpreter shutdown, where a rank can abort after its work "
-          "('terminate called without an active exception'). To free the group: {todo}")
+          "{held}. They end at interpreter shutdown, where a gloo thread can abort the process "
+          "after its work ('terminate called without an active exception'). To free the "
+          "group: {todo}")
 PINNED_NCCL = ("not modelled: destroy_process_group() calls shutdown() on every group, held or "
                "not (torch/distributed/distributed_c10d.py); what that ends on NCCL is not "
                "checked here")
+ABORT_TEXT = "terminate called without an active exception"
+
+
+def _aborted(run) -> bool:
+    """The rank finished its script, then its process aborted at shutdown."""
+    return run.exit is not None and not run.exit.text and ABORT_TEXT in run.stderr
 
 
 def pinned_findings(runs) -> list:
-    """destroy_process_group() that freed nothing: the group's threads outlive it."""
+    """destroy_process_group() that freed nothing: the group's threads outlive it. A note
+    (exit status unchanged) unless a rank did abort at shutdown in this run."""
     out = []
     for run in runs.values():
         d = run.destroyed
@@ -64,9 +72,12 @@ def pinned_findings(runs) -> list:
             held = [h for h in d.text.split("; ") if h]
             text = PINNED.format(n=d.numel, todo=advice(held), held=(
                 "still held by " + ", ".join(held) if held else "something still holds it"))
+            aborted = _aborted(run)
+            text += (f". Rank {run.rank} did abort at shutdown in this run" if aborted else
+                     ". No rank aborted in this run (the abort is a race at shutdown)")
             out.append(Finding("group_outlives_destroy", "the process group outlived "
                                "destroy_process_group()", (run.rank,), [(run.rank, d.where)],
-                               text, PINNED_NCCL, warning=True))
+                               text, PINNED_NCCL, warning=True, note=not aborted))
     return out
 
 

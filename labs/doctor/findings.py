@@ -17,6 +17,7 @@ LESSON = {
     "any_source": "02_p2pop_and_batching", "tags_ignored_on_nccl": "02_p2pop_and_batching",
     "nccl_first_batch": "02_p2pop_and_batching", "ungrouped_exchange": "02_p2pop_and_batching",
     "large_batch": "02_p2pop_and_batching", "one_work_per_batch": "02_p2pop_and_batching",
+    "lazy_communicators": "09_production_patterns",
 }
 NCCL_LABEL = "NCCL, modelled, not run here"
 
@@ -36,6 +37,7 @@ class Finding:
     source: str = ""
     nccl_only: bool = False
     warning: bool = False          # a hazard seen on gloo, not a failure: "warning", not "error"
+    note: bool = False             # a risk this run did not show: said, not counted (exit 0)
     extra: list = field(default_factory=list)      # further lines (py-spy stacks, ...)
 
     @property

@@ -4,12 +4,14 @@ never run here. Each rule names its source.
     any_source            NCCL has no receive from any source
     tags_ignored_on_nccl  NCCL ignores tags: its FIFO pairing per (sender, receiver) differs
     nccl_first_batch      a batch as the group's first call needs every rank in it
-    ungrouped_exchange    two ranks each send to the other before receiving, ungrouped
     large_batch           hundreds of ops in one batch have hung NCCL
-    one_work_per_batch    NCCL returns one Work per batch: works[i] for i >= 1 does not exist
+    one_work_per_batch    NCCL returns one Work per batch: the list unpacked, works[i] for
+                          i >= 1, or len() relied on work on gloo only
+(communicators.py: per-pair communicators; streams.py: ungrouped exchanges.)
 """
 from __future__ import annotations
 
+from labs.doctor.communicators import eager
 from labs.doctor.findings import Finding
 from labs.doctor.matching import match
 
@@ -20,7 +22,9 @@ FINE_ON_GLOO = "fine on gloo (observed in this run)"
 def any_source_findings(runs) -> list:
     return [Finding("any_source", f"{c.describe()}", (c.rank,), [(c.rank, c.where)],
                     FINE_ON_GLOO, "NCCL has no any-source receive: src=None raises there",
-                    "torch.distributed docs (recv: src None is not supported by NCCL)", True)
+                    "torch 2.13 distributed_c10d.py recv/irecv (src=None calls "
+                    "ProcessGroup.recv_anysource); ProcessGroupNCCL.cpp recvAnysource throws "
+                    "'ProcessGroupNCCL does not support recvAnysource'", True)
             for run in runs.values() for c in run.calls if c.kind == "recv" and c.peer is None
             and not c.raised]
 
@@ -46,8 +50,17 @@ def tag_findings(runs, gloo_pairs) -> list:
     return out
 
 
+def _first_on_group_comm(run):
+    """The rank's first call on the group's own communicator: a batch or a collective
+    (ungrouped sends and receives use per-pair communicators when device_id is not given)."""
+    return next((c for c in run.calls if not c.raised and (
+        c.batch is not None or c.kind in ("sync", "collective"))), None)
+
+
 def first_batch_findings(runs) -> list:
-    firsts = {r: next(iter(run.calls), None) for r, run in runs.items()}
+    if eager(runs):
+        return []           # device_id: the communicator was made at init, by every rank
+    firsts = {r: _first_on_group_comm(run) for r, run in runs.items()}
     batched = [r for r, c in firsts.items() if c is not None and c.batch is not None]
     if not batched or len(batched) == len(runs):
         return []
@@ -58,8 +71,10 @@ def first_batch_findings(runs) -> list:
         f"{FINE_ON_GLOO} (rank{'s' if len(others) > 1 else ''} {', '.join(map(str, others))} "
         f"started with another call)",
         "undefined on NCCL: a batch_isend_irecv that is the group's first collective call "
-        "must include every rank of the group (it creates the communicator)",
-        "torch 2.13 batch_isend_irecv docstring; pytorch/pytorch#74701", True)]
+        "must include every rank of the group (it creates the communicator); pass "
+        "device_id to init_process_group to create it at init",
+        "torch 2.13 distributed_c10d.py batch_isend_irecv docstring; pytorch/pytorch#74701",
+        True)]
 
 
 def large_batch_findings(runs) -> list:
@@ -71,19 +86,33 @@ def large_batch_findings(runs) -> list:
             for run in runs.values() for b in run.batches.values() if len(b.seqs) > LARGE_BATCH]
 
 
-def work_findings(runs) -> list:
-    out = []
-    for run in runs.values():
-        for b in run.batches.values():
-            n = len(b.seqs)
-            if n > 1 and b.waited_index and any(i >= 1 for i in b.waited_index) \
-                    and len(b.waited_index) < n:
-                i = min(i for i in b.waited_index if i >= 1)
-                out.append(Finding(
-                    "one_work_per_batch", f"the script waits on request [{i}] of a batch",
-                    (run.rank,), [(run.rank, b.where)], f"{FINE_ON_GLOO}: gloo returned "
-                    f"{b.nworks} Works, one per op", f"NCCL returns a single Work for the "
-                    f"whole batch: works[{i}] raises IndexError there; wait every Work the "
-                    f"list holds (a loop works on both)", "FACTS of lesson 02: "
-                    "ProcessGroupNCCL coalesces a batch into one group call", True))
+ONE_WORK_SOURCE = ("torch 2.13 distributed_c10d.py batch_isend_irecv: with a backend that "
+                   "supports coalescing (NCCL) it returns cm.works, where _coalescing_manager "
+                   "appends the one Work of _end_coalescing")
+_READ = {"unpack": ("the list of a batch's {n} Works unpacked into names",
+                    "unpacking it into {n} names raises ValueError there"),
+         "index": ("the script reads works[{i}] of a batch of {n} ops",
+                   "works[{i}] raises IndexError there"),
+         "slice": ("the script slices the list of a batch's {n} Works",
+                   "a slice from {i} holds at most that one Work there"),
+         "len": ("the script relies on len() of a batch's {n} Works",
+                 "len() of the list is 1 there, not {n}")}
+
+
+def work_findings(runs, events: dict) -> list:
+    """How the script read a batch's list of Works (the agent's "works" events)."""
+    out, seen = [], set()
+    for r, run in runs.items():
+        for e in events.get(r, []):
+            b = run.batches.get(e.batch)
+            if e.event != "works" or b is None or e.numel < 2 or (r, e.where, e.text) in seen:
+                continue
+            seen.add((r, e.where, e.text))
+            title, nccl = (t.format(n=e.numel, i=e.index) for t in _READ[e.text])
+            out.append(Finding(
+                "one_work_per_batch", title, (r,), [(r, e.where), (r, b.where)],
+                f"{FINE_ON_GLOO}: gloo returned {e.numel} Works, one per op",
+                f"NCCL returns a single Work for the whole batch: {nccl}. Wait every Work "
+                f"the list holds in a loop (for w in works: w.wait()), right on both",
+                ONE_WORK_SOURCE, True))
     return out

@@ -22,6 +22,7 @@ from labs.doctor.findings import NCCL_LABEL, Finding
 from labs.harness.commands.torchrun import ROOT
 
 CLEAN = "no problems found on gloo; none predicted on NCCL"
+NOTHING = "no process group was created: nothing to check"
 
 
 def show_path(where: str) -> str:
@@ -49,17 +50,26 @@ def scrub(text: str) -> str:
 
 
 def merged(findings: list[Finding]) -> list[Finding]:
-    """The same problem at the same lines on several ranks: one entry naming them all."""
-    out, index = [], {}
+    """The same problem at the same lines on several ranks: one entry naming them all. The
+    entry's words are the first rank's: when another rank's differ (its peer), they say so."""
+    out, index, texts = [], {}, {}
     for f in findings:
         key = (f.kind, tuple(w for _, w in f.where))
         if key in index:
             first = index[key]
             first.ranks = tuple(sorted(set(first.ranks) | set(f.ranks)))
             first.where = first.where + [w for w in f.where if w not in first.where]
+            texts[key] |= {(f.title, f.gloo, f.nccl)}
             continue
-        index[key] = f
+        index[key], texts[key] = f, {(f.title, f.gloo, f.nccl)}
         out.append(f)
+    for key, f in index.items():
+        if len(texts[key]) > 1:       # each rank's own peers: say whose words these are
+            r, others = f.where[0][0], [x for x in f.ranks if x != f.where[0][0]]
+            alike = f"; likewise on rank{'s' if len(others) > 1 else ''} " \
+                    f"{', '.join(map(str, others))} with their own peers"
+            f.title = f"rank {r}: {f.title}{alike}"
+            f.gloo = f"rank {r}: {f.gloo}"
     return out
 
 
@@ -69,15 +79,18 @@ def _wrap(head: str, text: str) -> list[str]:
 
 
 def entry(f: Finding) -> list[str]:
-    level = "warning, NCCL only" if f.nccl_only else "warning" if f.warning else "error"
+    level = "note" if f.note else "warning, NCCL only" if f.nccl_only else \
+        "warning" if f.warning else "error"
     lines = [f"{show_path(f.first_where)}: {level} [{f.kind}]: {f.title}"]
     places: dict[str, list[int]] = {}
     for rank, where in f.where:
         places.setdefault(show_path(where), []).append(rank)
     for where, ranks in places.items():
+        ranks = sorted(set(ranks))
         lines.append(f"    rank{'s' if len(ranks) > 1 else ''} "
-                     f"{', '.join(map(str, sorted(set(ranks))))} at {where}")
-    lines += _wrap("gloo, observed: ", f.gloo)
+                     f"{', '.join(map(str, ranks))} at {where}")
+    lines += _wrap("gloo, a risk not seen in this run: " if f.note else "gloo, observed: ",
+                   f.gloo)
     source = f" (source: {f.source})" if f.source else ""
     lines += _wrap(f"{NCCL_LABEL}: ", f.nccl + source)
     lines += [f"    {scrub(line)}" for line in f.extra if isinstance(line, str)]
@@ -97,6 +110,7 @@ class Report:
     timeline: str = ""             # the PNG's path, if one was saved
     runs: dict = field(default_factory=dict, repr=False)    # rank -> RankRun
     outcome: object = field(default=None, repr=False)        # labs.doctor.run.Outcome
+    checked: bool | None = None    # False: the script made no process group (nothing checked)
 
     @property
     def outputs(self) -> dict:
@@ -115,14 +129,23 @@ class Report:
                                      if self.timeline else [])
         return "\n".join(lines)
 
+    @property
+    def problems(self) -> list:
+        """The findings that count (exit status 1); notes do not."""
+        return [f for f in self.findings if not f.note]
+
     def verdict(self) -> str:
-        if self.status == 2 and not self.findings:
-            return "the script itself could not run (see above): nothing to diagnose"
-        if not self.findings:
-            return CLEAN
-        gloo = sum(not f.nccl_only for f in self.findings)
-        return (f"{len(self.findings)} problem{'s' if len(self.findings) > 1 else ''}: "
-                f"{gloo} on gloo, {len(self.findings) - gloo} more predicted on NCCL")
+        notes = len(self.findings) - len(self.problems)
+        said = f" ({notes} note{'s' if notes > 1 else ''} above)" if notes else ""
+        if self.status == 2 and not self.problems:
+            return (NOTHING if self.checked is False else
+                    "the script itself could not run (see above): nothing to diagnose") + said
+        if not self.problems:
+            return CLEAN + said
+        gloo = sum(not f.nccl_only for f in self.problems)
+        n = len(self.problems)
+        return (f"{n} problem{'s' if n > 1 else ''}: "
+                f"{gloo} on gloo, {n - gloo} more predicted on NCCL{said}")
 
     def kinds(self) -> set:
         return {f.kind for f in self.findings}

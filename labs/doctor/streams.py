@@ -1,28 +1,32 @@
-"""The NCCL stream model for ungrouped point-to-point calls between two ranks.
+"""The NCCL stream model for point-to-point calls (modelled, never run here).
 
-NCCL runs one pair's calls in order on a stream, and a send may not complete until its
-receive has started (NVIDIA/nccl#479, #783); `batch_isend_irecv` groups its ops into one
-fused call. Model: each rank's calls with one peer, in program order, each batch as one
-group; a call completes when its matched call on the other rank is at the head of that
-rank's stream (or done). Two ranks whose heads wait for each other hang (for messages
-larger than NCCL's buffers; small ones may pass): on gloo the same calls completed,
-because a gloo isend does not block the calls after it.
+NCCL runs a communicator's calls in order on its stream, and a send may not complete until
+its receive has started (NVIDIA/nccl#479, #783); `batch_isend_irecv` groups its ops into one
+fused call. Which calls share a stream depends on the communicator (communicators.py):
+without device_id, each pair's ungrouped calls have a communicator and stream of their own;
+with device_id, every point-to-point op of a rank runs on the group's one communicator, in
+program order, whatever the peer. Model: each stream's calls in program order, each batch as
+one group; a group completes when the call each of its ops is paired with (NCCL pairs by
+order, not tags: match(runs, tags=False)) is at the head of its own stream, or done. Heads
+that wait for each other hang for messages larger than NCCL's buffers (small ones may pass):
+on gloo the same calls completed, because a gloo isend does not block the calls after it.
 """
 from __future__ import annotations
 
 from itertools import combinations
 
+from labs.doctor.communicators import LAZY_SOURCE, eager
 from labs.doctor.findings import Finding
 
 SOURCE = "NVIDIA/nccl#479, #783; torch docs: batch_isend_irecv groups its ops"
 
 
-def _groups(run, peer, pairs) -> list[list]:
-    """The rank's matched calls with `peer`, in order: each batch one group, each other call
-    a group of its own."""
+def _groups(run, pairs, peer=None) -> list[list]:
+    """The rank's paired calls on one stream, in order (with `peer`, or with every peer when
+    peer is None): each batch one group, each other call a group of its own."""
     groups, current = [], None
     for c in run.calls:
-        if c.peer != peer:
+        if peer is not None and c.peer != peer:
             continue              # a call with another rank: not on this pair's stream
         if not c.p2p or c.raised or id(c) not in pairs:
             current = None
@@ -35,32 +39,35 @@ def _groups(run, peer, pairs) -> list[list]:
     return groups
 
 
-def _stuck_heads(a: list, b: list, pairs) -> tuple | None:
-    """Run both streams; the two head groups if they end waiting for each other."""
-    done, ia, ib = set(), 0, 0
-    while ia < len(a) or ib < len(b):
-        heads = {id(c) for c in (a[ia] if ia < len(a) else []) + (b[ib] if ib < len(b) else [])}
+def stuck_heads(streams: dict, pairs) -> dict:
+    """Run every stream; {key: its head group} for the streams left waiting ({} if none)."""
+    at = {k: 0 for k in streams}
+    done: set = set()
+    while True:
+        heads = {id(c) for k, g in streams.items() if at[k] < len(g) for c in g[at[k]]}
         moved = False
-        for stream, i in ((a, ia), (b, ib)):
-            if i < len(stream) and all(id(pairs[id(c)]) in heads | done for c in stream[i]):
-                done |= {id(c) for c in stream[i]}
+        for k, g in streams.items():
+            if at[k] < len(g) and all(id(pairs[id(c)]) in heads | done for c in g[at[k]]):
+                done |= {id(c) for c in g[at[k]]}
+                at[k] += 1
                 moved = True
-        ia += ia < len(a) and all(id(c) in done for c in a[ia])
-        ib += ib < len(b) and all(id(c) in done for c in b[ib])
         if not moved:
-            return (a[ia] if ia < len(a) else None, b[ib] if ib < len(b) else None)
-    return None
+            return {k: g[at[k]] for k, g in streams.items() if at[k] < len(g)}
 
 
 def ungrouped_findings(runs, pairs, hung: bool) -> list:
+    """`pairs`: NCCL's (by order, tags ignored)."""
     if hung:
         return []          # the hang itself is the finding; the model adds nothing
+    if eager(runs):
+        return _one_stream(runs, pairs)
     out = []
     for x, y in combinations(sorted(runs), 2):
-        stuck = _stuck_heads(_groups(runs[x], y, pairs), _groups(runs[y], x, pairs), pairs)
-        if stuck is None or None in stuck:
+        stuck = stuck_heads({x: _groups(runs[x], pairs, y), y: _groups(runs[y], pairs, x)},
+                            pairs)
+        if len(stuck) < 2 or not all(any(c.kind == "send" for c in g) for g in stuck.values()):
             continue
-        ca, cb = stuck[0][0], stuck[1][0]
+        ca, cb = stuck[x][0], stuck[y][0]
         out.append(Finding(
             "ungrouped_exchange", f"ranks {x} and {y} each wait on a send to the other that "
             f"is not grouped with its receive", (x, y), [(x, ca.where), (y, cb.where)],
@@ -71,3 +78,20 @@ def ungrouped_findings(runs, pairs, hung: bool) -> list:
             "batch_isend_irecv", SOURCE, True))
     return out
 
+
+def _one_stream(runs, pairs) -> list:
+    stuck = stuck_heads({r: _groups(run, pairs) for r, run in runs.items()}, pairs)
+    if len(stuck) < 2 or not any(c.kind == "send" for g in stuck.values() for c in g):
+        return []
+    ranks = tuple(sorted(stuck))
+    words = "; ".join(f"rank {r} waits in {g[0].describe()}" for r, g in sorted(stuck.items()))
+    return [Finding(
+        "ungrouped_exchange", f"ranks {', '.join(map(str, ranks))} each wait on a call "
+        f"queued behind an ungrouped send", ranks, [(r, g[0].where) for r, g in
+                                                      sorted(stuck.items())],
+        "fine on gloo (observed in this run: a gloo isend does not hold back the calls after "
+        "it)", f"with device_id every point-to-point op of a rank runs on the group's one "
+        f"communicator, in program order, and a send may wait for its receive: {words}, each "
+        f"behind a call its peer has not reached. It can hang for large messages; put each "
+        f"step's sends and receives in one batch_isend_irecv", f"{SOURCE}; {LAZY_SOURCE}",
+        True)]
