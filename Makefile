@@ -1,6 +1,11 @@
 # Point-to-point, demystified: the two commands.
 #   make lab    set up .venv (first time only) and open the course in JupyterLab
-#   make test   set up .venv and run every test: harness, graders (vs solutions/), notebooks
+#   make test   set up .venv and run the tests a reader needs (under 10 minutes on 2 cores):
+#               harness, lessons, claims ledger, every notebook, the graders vs solutions/
+#               at their fast world sizes, the doctor, one notebook in real JupyterLab
+#   make test-all  (maintainers, CI: .ci/run) make test plus the tests marked all_lane:
+#               the graders' catalogue of learner bodies, every grader at every world size,
+#               every notebook in JupyterLab, the graders-fail-on-the-stubs proof
 #   make test-fast  (maintainers) the harness and the graders vs solutions/: no notebooks, no
 #               browser, no torchrun jobs (tests marked slow)
 #   make check  grade YOUR exercises in labs/ against real workers (LESSON=05: one lesson)
@@ -16,7 +21,8 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 LOCK   := requirements.lock
 
-.PHONY: lab reset test test-fast check notebooks bench clean setup browser-deps lock mutants lint
+.PHONY: lab reset test test-all test-fast check notebooks bench clean setup torch-install \
+	browser-deps lock mutants lint
 
 setup: $(STAMP)
 
@@ -27,12 +33,33 @@ $(STAMP): $(LOCK) pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "Python >= 3.10 needed, found " + sys.version.split()[0]'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	@$(MAKE) --no-print-directory torch-install
 	$(BIN)/python -m pip install --quiet --no-deps -r $(LOCK)
 	$(BIN)/python -m pip check
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	@# Build matplotlib's font cache now, not in a notebook's first cell (stderr breaks nbval).
 	$(BIN)/python -c "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot"
 	@touch $(STAMP)
+
+# torch first, alone. PyPI's Linux wheel of torch is the CUDA build (gigabytes of nvidia-*
+# libraries the course never loads), so on Linux the lock pins the CPU build, torch==2.13.0+cpu,
+# which PyTorch's CPU wheel index serves: pip looks there as well as PyPI, for torch only (the
+# rest of the lock comes from PyPI). macOS's line is PyPI's torch==2.13.0, CPU-only there.
+# When the +cpu wheel is found nowhere, pip stops before downloading anything (no other build
+# satisfies the pin) and make says what to do in one sentence. Your PIP_EXTRA_INDEX_URL (a
+# mirror of that index) and pip's other settings still apply; TORCH_INDEX=... replaces the URL.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_NOT_FOUND := torch==2.13.0+cpu (torch's CPU build, the lock's Linux pin) was found neither \
+  on PyPI nor at $(TORCH_INDEX): connect this machine to that index, or set TORCH_INDEX or \
+  PIP_EXTRA_INDEX_URL to a mirror of it, and run make again (PyPI's own Linux torch is the CUDA \
+  build, gigabytes the course cannot use, so make does not fall back to it).
+
+torch-install:
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@grep -E '^torch ?[=;]' $(LOCK) > $(VENV)/torch-lock.txt
+	@$(BIN)/python -m pip install --quiet --no-deps --only-binary=:all: \
+	  --extra-index-url $(TORCH_INDEX) -r $(VENV)/torch-lock.txt \
+	  || { echo; echo "make: $(TORCH_NOT_FOUND)"; exit 1; }
 
 # You work in your own copies (notebooks/yours/, ignored by git): the committed notebooks keep
 # showing the reference results. No news or update toasts (JupyterLab settings override).
@@ -48,22 +75,35 @@ reset: $(STAMP)
 	@test -n "$(LESSON)" || { echo "usage: make reset LESSON=05"; exit 2; }
 	$(BIN)/python -m labs.harness.commands.copies --reset $(LESSON)
 
+# The two lanes (conftest.py's --lane; the tests each leaves out are marked all_lane, next to
+# each test, pytest.ini). make test: what a reader needs to know that the course works on their
+# machine, under 10 minutes on 2 cores from a fresh clone, set-up included: the set-up checks,
+# lint, the harness and lesson tests, the claims ledger, every notebook under strict nbval and
+# as a learner has it (unsolved), every grader against solutions/ at its fast world sizes (the
+# smallest and 5), the doctor, the installer, one notebook with widgets in real JupyterLab.
 test: $(STAMP) browser-deps lint
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --durations=25
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --durations=25 --lane=test
+
+# make test-all (maintainers; CI: .ci/run): make test plus everything marked all_lane: the
+# graders' catalogue of learner bodies (tests/harness/test_graders.py, lessons' wrong bodies),
+# every grader at every world size (1-8), every browser test, the graders-fail-on-the-stubs
+# proof. Under 40 minutes on 2 cores.
+test-all: $(STAMP) browser-deps lint
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --durations=25 --lane=all
 
 # The linter (settings in pyproject.toml); `make test` runs it first.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
 # The maintainers' fast lane: what a change to the harness or a solution can break, first.
-# Each grader at its smallest world size and at 5 ranks (make test: all of them). Leaves to
-# `make test`: tests marked slow (torchrun jobs, a spawned benchmark), the catalogue of wrong
-# and right learner bodies (tests/harness/test_graders.py) and the proof that every grader
-# fails on the stubs. No nbval (it runs no notebook, and loading it costs each process 4 s).
+# make test's lane (each grader at its smallest world size and at 5 ranks; no catalogue, no
+# stubs proof) over tests/harness and tests/graders only, without the tests marked slow
+# (torchrun jobs, a spawned benchmark, venvs made by the installer's test) nor the graders'
+# own unit tests (tests/harness/test_graders.py, whose import loads the whole catalogue).
+# No nbval (it runs no notebook, and loading it costs each process 4 s).
 test-fast: $(STAMP) lint
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile -m "not slow" tests/harness tests/graders \
-	  --world-sizes=fast --ignore=tests/harness/test_graders.py \
-	  --deselect tests/harness/test_exercise_contract.py::test_graders_fail_on_the_stubs \
+	  --lane=test --ignore=tests/harness/test_graders.py \
 	  -p no:nbval -o addopts="-p no:cacheprovider"
 
 # The grade sheet (tests/check.py) replaces pytest's own summary: one line per lesson while it
@@ -100,10 +140,12 @@ browser-deps:
 # requirements.txt (ranges, edited by hand) -> requirements.lock (exact, generated; commit both).
 # uv runs from its own throwaway venv so .venv holds exactly the lock. --universal with 3.10 as
 # the floor: one file for Python >= 3.10 on every OS. torch's dependencies are its CPU wheel's
-# ([tool.uv] in pyproject.toml), so nothing CUDA is locked.
+# ([tool.uv] in pyproject.toml), so nothing CUDA is locked. Linux's torch==2.13.0+cpu is listed
+# on PyTorch's CPU index only: uv reads that index's torch page (--find-links), for torch alone.
 UV_VERSION := 0.13.8
 UV_VENV    ?= /tmp/p2p-demystified-uv
-LOCK_CMD   := uv pip compile requirements.txt --universal --python-version 3.10 --no-header --quiet
+LOCK_CMD   := uv pip compile requirements.txt --universal --python-version 3.10 --no-header --quiet \
+  --find-links $(TORCH_INDEX)/torch/
 
 lock:
 	@test -x $(UV_VENV)/bin/uv && $(UV_VENV)/bin/uv --version | grep -q ' $(UV_VERSION)' \
@@ -116,7 +158,8 @@ lock:
 	  '# Compiled for Python >= 3.10 on any OS (universal: markers pick the lines for yours);' \
 	  '# installed and tested on Linux x86_64, CPython 3.11. torch 2.13.0 is resolved with the' \
 	  '# dependencies of its CPU build ([tool.uv] in pyproject.toml): no nvidia-* or triton.' \
-	  '# Install: pip install --no-deps -r requirements.lock (make does; see the README for laptops).'; \
+	  '# Linux pins that build, torch==2.13.0+cpu, from the PyTorch CPU index (make adds it, for torch).' \
+	  '# Install: pip install --no-deps -r requirements.lock --extra-index-url $(TORCH_INDEX)'; \
 	  $(UV_VENV)/bin/$(LOCK_CMD); } > $(LOCK).new || { rm -f $(LOCK).new; exit 1; }
 	mv $(LOCK).new $(LOCK)
 

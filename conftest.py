@@ -5,6 +5,9 @@
   (SOLUTIONS_ENV).
 * `--impl=labs|solutions` chooses what the graders in tests/graders/ grade (default:
   solutions; `make check` passes --impl=labs to grade your own code).
+* `--lane=test` is `make test`: it leaves out the tests marked `all_lane` (pytest.ini), which
+  `make test-all` (`--lane=all`, the default) runs as well. A grader in tests/graders/ is
+  marked `all_lane` here at every world size but its fast ones (the smallest and 5).
 """
 import os
 import shutil
@@ -15,6 +18,11 @@ from labs.harness.ranks.exercises import SOLUTIONS_ENV
 
 # Your own copies of the lessons (make lab) are yours, not the course's tests.
 collect_ignore = ["notebooks/yours"]
+
+# make test's one browser test: the first notebook a reader opens, with its widgets (a slider,
+# a button, their output) in real JupyterLab. Every other test under tests/browser/ is all_lane.
+BROWSER_IN_MAKE_TEST = "notebooks/00_welcome.ipynb"
+BROWSER_NOTEBOOKS_ENV = "P2P_COURSE_BROWSER_NOTEBOOKS"    # tests/browser/test_jupyterlab.py
 
 os.environ.setdefault(SOLUTIONS_ENV, "1")
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")   # quiet ipykernel debugger
@@ -42,6 +50,9 @@ class _Scheduling:
 
 
 def pytest_configure(config):
+    if config.getoption("--lane") == "test":
+        # The browser test opens the notebooks it is given, before any test is selected.
+        os.environ.setdefault(BROWSER_NOTEBOOKS_ENV, BROWSER_IN_MAKE_TEST)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_Scheduling(), "p2p-learner-runs-apart")
 
@@ -54,6 +65,10 @@ def pytest_addoption(parser):
                           "grader again while nothing it depends on has changed")
     parser.addoption("--lesson", default="", metavar="NN",
                      help="with --impl=labs: grade one lesson's exercises, show every problem")
+    parser.addoption("--lane", default="all", choices=("test", "all"),
+                     help="test: make test's lane, without the tests marked all_lane (the "
+                          "graders' catalogue, graders beyond their fast world sizes, all but "
+                          "one browser test, the stubs proof); all: everything (make test-all)")
     parser.addoption("--world-sizes", default="", metavar="LIST",
                      help="run each grader only at these world sizes (e.g. 1,3), 'ends': its "
                           "smallest and largest (the grading loop's own tests), or 'fast': its "
@@ -69,10 +84,34 @@ def _grader_world_size(item):
 
 
 def pytest_collection_modifyitems(config, items):
-    drop = _other_world_sizes(config, items) + _learner_runs_the_browser_makes(items)
+    _mark_graders_beyond_the_fast_world_sizes(items)
+    drop = _other_world_sizes(config, items) + _outside_the_lane(config, items)
+    dropped = set(map(id, drop))
+    drop += _learner_runs_the_browser_makes([i for i in items if id(i) not in dropped])
     if drop:
+        dropped = set(map(id, drop))
         config.hook.pytest_deselected(items=drop)
-        items[:] = [item for item in items if item not in drop]
+        items[:] = [item for item in items if id(item) not in dropped]
+
+
+def _mark_graders_beyond_the_fast_world_sizes(items):
+    """Each grader at its fast world sizes is in `make test`; at the others, in test-all.
+    So is every browser test but the notebook run in JupyterLab (BROWSER_IN_MAKE_TEST)."""
+    fast = _world_sizes_kept("fast", items)
+    for item in items:
+        graded = _grader_world_size(item)
+        if graded is not None and graded[1] not in fast[graded[0]]:
+            item.add_marker("all_lane")
+        elif item.nodeid.startswith("tests/browser/") and \
+                "::test_notebook_in_jupyterlab[" not in item.nodeid:
+            item.add_marker("all_lane")
+
+
+def _outside_the_lane(config, items) -> list:
+    """--lane=test: the tests marked all_lane (make test-all runs them)."""
+    if config.getoption("--lane") == "all":
+        return []
+    return [item for item in items if item.get_closest_marker("all_lane")]
 
 
 def _other_world_sizes(config, items) -> list:
@@ -80,23 +119,20 @@ def _other_world_sizes(config, items) -> list:
     wanted = config.getoption("--world-sizes")
     if not wanted:
         return []
+    kept = _world_sizes_kept(wanted, items)
+    return [item for item in items
+            if (graded := _grader_world_size(item)) and graded[1] not in kept[graded[0]]]
+
+
+def _world_sizes_kept(wanted, items) -> dict:
+    """grader -> the world sizes --world-sizes=wanted keeps of it."""
     sizes = {}                           # grader -> its world sizes
     for graded in filter(None, map(_grader_world_size, items)):
         sizes.setdefault(graded[0], []).append(graded[1])
-    drop = []
-    for item in items:
-        graded = _grader_world_size(item)
-        if graded is None:
-            continue
-        grader, size = graded
-        if wanted in ("ends", "fast"):
-            largest = 5 if wanted == "fast" and 5 in sizes[grader] else max(sizes[grader])
-            chosen = {min(sizes[grader]), largest}
-        else:
-            chosen = {int(n) for n in wanted.split(",")}
-        if size not in chosen:
-            drop.append(item)
-    return drop
+    if wanted not in ("ends", "fast"):
+        return {grader: {int(n) for n in wanted.split(",")} for grader in sizes}
+    return {grader: {min(have), 5 if wanted == "fast" and 5 in have else max(have)}
+            for grader, have in sizes.items()}
 
 
 def _learner_runs_the_browser_makes(items) -> list:

@@ -94,6 +94,7 @@ def test_every_exercise_has_a_grader(module, name):
     assert f'"{name}"' in text or f"'{name}'" in text, f"no grader calls {name}"
 
 
+@pytest.mark.all_lane          # the stubs proof: make test-all
 def test_graders_fail_on_the_stubs(tmp_path):
     """Run every grader against labs/ (the stubs), at its smallest and largest world size:
     none may pass. (A stub raises before any message, at every world size: the two ends

@@ -27,6 +27,7 @@ def _id(case):
     return f"{case[0].__name__.removeprefix('test_')}-{case[2].split(':')[1]}-{case[1]}"
 
 
+@pytest.mark.all_lane          # the catalogue: make test-all
 @pytest.mark.parametrize("grader, arg, body, message", WRONG, ids=map(_id, WRONG))
 def test_a_wrong_body_fails_saying_why(grader, arg, body, message):
     started = time.perf_counter()
@@ -53,6 +54,7 @@ JOB_RIGHT = ["red11_a:ring_job_device_backend",                       # "cpu:glo
              "red11_a:ring_job_barrier_before_leaving"]
 
 
+@pytest.mark.all_lane          # the catalogue: make test-all
 def test_ring_job_grader_sees_every_door_and_the_ring(tmp_path):
     records = test_jobs.run_probe(tmp_path, *[f"{BODIES}.{b}" for b in [*JOB_WRONG, *JOB_RIGHT]])
     cases = {body: {rank: record[f"{BODIES}.{body}"] for rank, record in records.items()}
@@ -64,11 +66,13 @@ def test_ring_job_grader_sees_every_door_and_the_ring(tmp_path):
         test_jobs.check_ring_job(cases[body])
 
 
+@pytest.mark.all_lane          # the catalogue: make test-all
 @pytest.mark.parametrize("grader, arg, body", RIGHT, ids=map(_id, RIGHT))
 def test_a_correct_body_in_another_style_passes(grader, arg, body):
     grader(f"{BODIES}.{body}", arg)
 
 
+@pytest.mark.all_lane          # the stubs proof: make test-all
 @pytest.mark.parametrize("grader", sorted({g for g, _ in GRADERS}, key=lambda g: (g.__module__, g.__name__)),
                          ids=lambda g: g.__name__)
 def test_every_grader_fails_on_its_stub(grader):

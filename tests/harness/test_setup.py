@@ -20,15 +20,19 @@ except ImportError:        # Python 3.10: the lock brings tomli there
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LOCK = ROOT / "requirements.lock"
 CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+# torch's lines, in requirements.txt and in the lock: the CPU build where PyPI's wheel is CUDA's.
+TORCH_PINS = ["torch==2.13.0+cpu; sys_platform == \"linux\"",
+              "torch==2.13.0; sys_platform != \"linux\""]
 
 
 def requirement_names(text):
+    """{name: [line, ...]}: a name has several lines when markers split it (torch)."""
     names = {}
     for line in text.splitlines():
         line = line.split("#", 1)[0].strip()
         if line and not line.startswith("-"):
             name = re.split(r"[<>=!~\[; ]", line, maxsplit=1)[0].lower()
-            names[name] = line
+            names.setdefault(name, []).append(line)
     return names
 
 
@@ -43,6 +47,14 @@ def locked():
     return lines
 
 
+def make_var(name):
+    """A Makefile variable's default value, continuation lines joined and $(VAR)s expanded."""
+    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
+    value = re.search(rf"^{name}\s*[:?]?=\s*(.+)$", text, re.M)[1]
+    value = re.sub(r"\$\((\w+)\)", lambda m: make_var(m[1]), value)
+    return " ".join(value.split())
+
+
 def pinned_version(req):
     (spec,) = req.specifier
     assert spec.operator == "==", f"{req} is not an exact pin"
@@ -51,7 +63,8 @@ def pinned_version(req):
 
 def test_requirements_pin_torch_and_list_the_stack():
     reqs = requirement_names((ROOT / "requirements.txt").read_text())
-    assert reqs["torch"] == "torch==2.13.0", "torch must stay pinned (a newer one is a CUDA download)"
+    assert [str(Requirement(r)) for r in reqs["torch"]] == TORCH_PINS, \
+        "torch must stay pinned, its CPU build on Linux (PyPI's Linux wheel is the CUDA build)"
     for name in ("jupyterlab", "nbval", "ipywidgets", "matplotlib", "pytest", "pytest-timeout",
                  "tqdm", "ipykernel", "playwright"):
         assert name in reqs, f"{name} missing from requirements.txt"
@@ -59,10 +72,14 @@ def test_requirements_pin_torch_and_list_the_stack():
 
 def test_lock_pins_every_requirement_at_a_version_that_satisfies_it():
     lock = locked()
-    for line in requirement_names((ROOT / "requirements.txt").read_text()).values():
+    lines = requirement_names((ROOT / "requirements.txt").read_text()).values()
+    for line in [line for forks in lines for line in forks]:
         req = Requirement(line)
         forks = lock.get(canonicalize_name(req.name))
         assert forks, f"{req.name} is in requirements.txt but not in the lock: run `make lock`"
+        if req.marker is not None:      # a line for some systems: the lock's line for them
+            forks = [pin for pin in forks if pin.marker == req.marker]
+            assert forks, f"no line for {req} in the lock: run `make lock`"
         for pin in forks:
             assert req.specifier.contains(pinned_version(pin), prereleases=True), \
                 f"lock has {pin}, requirements.txt asks {req}: run `make lock`"
@@ -71,23 +88,26 @@ def test_lock_pins_every_requirement_at_a_version_that_satisfies_it():
 
 def test_lock_has_the_cpu_torch_and_nothing_cuda():
     lock = locked()
-    assert [str(r) for r in lock["torch"]] == ["torch==2.13.0"]
+    assert sorted(str(r) for r in lock["torch"]) == TORCH_PINS
     cuda = [n for n in lock if n.startswith(("nvidia-", "cuda-")) or n == "triton"]
     assert not cuda, f"CUDA packages in the lock: {cuda} (torch's CPU build needs none)"
     # The header names the command that made it, the Makefile's own.
-    command = re.search(r"^LOCK_CMD\s*:=\s*(.+)$", (ROOT / "Makefile").read_text(), re.M)[1]
+    command = make_var("LOCK_CMD")
+    assert f"--find-links {CPU_TORCH_INDEX}/torch/" in command, "uv must see the +cpu wheels"
     header = LOCK.read_text().split("\n\n", 1)[0]
     assert "make lock" in header and f"#   {command}\n" in header
 
 
 def test_lock_resolves_torch_with_the_installed_cpu_wheels_metadata():
     """uv takes torch's dependencies from pyproject.toml; they must be the CPU wheel's own."""
-    (meta,) = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["uv"]["dependency-metadata"]
-    assert (meta["name"], meta["version"]) == ("torch", "2.13.0")
+    metas = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["uv"]["dependency-metadata"]
+    pins = sorted(str(pinned_version(pin)) for pin in locked()["torch"])
+    assert sorted((m["name"], m["version"]) for m in metas) == [("torch", v) for v in pins]
+    assert metas[0]["requires-dist"] == metas[1]["requires-dist"], "one build, one dependency list"
     installed = importlib.metadata.version("torch")
     if not installed.endswith("+cpu"):
         pytest.skip(f"torch {installed} is not the CPU build whose metadata the lock used")
-    assert meta["requires-dist"] == importlib.metadata.requires("torch")
+    assert metas[0]["requires-dist"] == importlib.metadata.requires("torch")
 
 
 def test_this_environment_has_the_locked_versions():
@@ -97,7 +117,7 @@ def test_this_environment_has_the_locked_versions():
         for pin in forks:
             if pin.marker is None or pin.marker.evaluate():
                 have = Version(importlib.metadata.version(name))
-                if Version(have.public) != pinned_version(pin):
+                if not pin.specifier.contains(have, prereleases=True):
                     wrong.append(f"{name} {have} (lock: {pin.specifier})")
     assert not wrong, f"not the lock's versions (re-run make): {wrong}"
 
@@ -131,13 +151,46 @@ def test_makefile_installs_the_lock_and_has_the_commands():
     assert "00_welcome.ipynb" in mk.split("\nlab:", 1)[1].split("\n\n")[0]
 
 
-def test_ci_runs_the_readme_test_command_and_nothing_else():
+def test_ci_runs_make_test_all_and_nothing_else():
     readme = (ROOT / "README.md").read_text()
     assert "make test" in readme and "make lab" in readme and "make check" in readme
+    assert "make test-all" in readme and "`.ci/run` calls `make test-all`" in readme
     ci = [line for line in (ROOT / ".ci/run").read_text().splitlines()
           if line.strip() and not line.startswith("#") and line.strip() not in ("set -e",)
           and not line.startswith("cd ")]
-    assert ci == ["exec make test"], ci
+    assert ci == ["exec make test-all"], ci
+
+
+def recipe(target):
+    """A Makefile target's recipe lines, continuation lines joined."""
+    mk = (ROOT / "Makefile").read_text().replace("\\\n", " ")
+    return mk.split(f"\n{target}:", 1)[1].split("\n\n")[0]
+
+
+def test_the_two_lanes_run_one_pytest_and_differ_by_the_lane_only():
+    """make test = --lane=test, make test-all = --lane=all: the same pytest otherwise (the
+    tests either leaves out are marked all_lane, pytest.ini registers the mark)."""
+    test, test_all = recipe("test"), recipe("test-all")
+    assert "--lane=test" in test and "--lane=all" in test_all
+    assert test.replace("--lane=test", "--lane=all").replace("test:", "test-all:", 1) == test_all
+    assert "--lane=test" in recipe("test-fast")
+    assert re.search(r"^\s+all_lane: ", (ROOT / "pytest.ini").read_text(), re.M)
+
+
+def test_make_installs_torch_alone_from_pypi_plus_the_cpu_index_first():
+    assert make_var("TORCH_INDEX") == CPU_TORCH_INDEX
+    setup = recipe("$(STAMP)").splitlines()
+    torch_step = [i for i, line in enumerate(setup) if "torch-install" in line]
+    lock_step = [i for i, line in enumerate(setup) if "-r $(LOCK)" in line]
+    assert torch_step and lock_step and torch_step[0] < lock_step[0], "torch first, then the lock"
+    install = recipe("torch-install")
+    assert "--extra-index-url $(TORCH_INDEX)" in install and "--no-deps" in install
+    assert "--only-binary=:all:" in install, "a wheel or nothing: never a build from source"
+    assert "$(TORCH_NOT_FOUND)" in install
+    # the lock's torch lines are what it installs (grep), and nothing else of the lock
+    lines = re.search(r"grep -E '([^']+)' \$\(LOCK\)", install)[1]
+    chosen = [line for line in LOCK.read_text().splitlines() if re.match(lines, line)]
+    assert sorted(str(Requirement(line)) for line in chosen) == TORCH_PINS, chosen
 
 
 def test_nbval_is_strict_everywhere():
@@ -182,7 +235,20 @@ def test_notebooks_are_committed_with_outputs_and_no_errors(path):
 def test_readme_tells_how_to_change_a_dependency_and_get_cpu_torch():
     readme = (ROOT / "README.md").read_text()
     assert "requirements.lock" in readme and "make lock" in readme
-    assert CPU_TORCH_INDEX in readme
+    assert CPU_TORCH_INDEX in readme and "torch==2.13.0+cpu" in readme
+
+
+def test_readme_first_screen_is_the_two_commands_and_nothing_to_do_before():
+    """A new user on Linux types the two commands: nothing to set or install first."""
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"^```sh\n(.*?)^```", readme, re.M | re.S)
+    commands = [line.split("#")[0].strip() for line in block[1].splitlines()]
+    assert commands == ["make lab", "make test"], commands
+    before = readme[:block.end()]
+    assert before.count("\n") < 30, "the two commands are on the first screen"
+    for chore in ("PIP_EXTRA_INDEX_URL", "TORCH_INDEX", "export ", "pip install", "apt"):
+        assert chore not in before, f"{chore!r} before the two commands"
+    assert "10 minutes" in block[1], "make test says what it costs"
 
 
 def test_readme_lists_every_exercise():

@@ -144,6 +144,7 @@ def test_timing_workers_return_interleaved_reps(worker):
 
 # -- the exercise's grader ---------------------------------------------------------------
 
+@pytest.mark.all_lane          # the catalogue: make test-all
 @pytest.mark.parametrize("body, world_size, message", [
     ("barrier_instead_of_wait", 3, "never waited for: wait() for every request"),
     ("all_reduce_inside", 2, "called all_reduce: the lesson builds this from point-to-point"),
