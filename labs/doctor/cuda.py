@@ -76,8 +76,7 @@ def _type(tensor, dtype=None, non_blocking=False, **kwargs):
 
 
 _INSTEAD = {torch.Tensor.cuda: _same, torch.Tensor.pin_memory: _same,
-            torch.Tensor.is_pinned: lambda tensor, *a, **k: False,
-            torch.Tensor.record_stream: _record_stream}
+            torch.Tensor.is_pinned: lambda tensor, *a, **k: False}
 _DEVICE_FIRST = {torch.Tensor.to}          # where a bare int is a device (.to(0))
 
 
@@ -90,6 +89,8 @@ class OnTheCpu(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func is torch.device:        # torch.device("cuda", i) itself stays what it says
+            return func(*args, **kwargs)
         instead = _INSTEAD.get(func)
         if instead is not None:
             return instead(*args, **kwargs)
@@ -147,11 +148,14 @@ def mapping(devices: int, on_use=lambda: None):
     finder = _Kernels()
     sys.modules["torch.cuda"], torch.cuda = stand_in, stand_in
     sys.meta_path.insert(0, finder)
+    # The one method whose argument parser refuses a stand-in stream before a mode sees it
+    record_stream, torch.Tensor.record_stream = torch.Tensor.record_stream, _record_stream
     try:
         with OnTheCpu():
             yield STATE
     finally:
         sys.meta_path.remove(finder)
+        torch.Tensor.record_stream = record_stream
         sys.modules["torch.cuda"], torch.cuda = real, real
         STATE.on_use = lambda: None
 

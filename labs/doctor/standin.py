@@ -237,7 +237,7 @@ _nvtx = types.SimpleNamespace(range_push=_zero, range_pop=_zero, mark=_nothing,
 
 NAMES = dict(
     is_available=lambda: True, is_initialized=lambda: True, init=_nothing,
-    _lazy_init=_nothing, _is_compiled=lambda: True, is_bf16_supported=lambda *a, **k: True,
+    _lazy_init=_nothing, is_bf16_supported=lambda *a, **k: True,
     device_count=lambda: STATE.devices, set_device=set_device,
     current_device=lambda: STATE.device, device=device, device_of=lambda t: device(STATE.device),
     get_device_name=lambda d=None: "CUDA mapped onto the CPU by the doctor",
@@ -260,8 +260,11 @@ NAMES = dict(
     get_sync_debug_mode=_zero,
 )
 # Only asked, never a use of CUDA: a CPU script asking is_available() is not "mapped".
-QUESTIONS = {"is_available", "is_initialized", "device_count", "_is_compiled", "_lazy_init",
-             "init", "is_bf16_supported", "get_arch_list"}
+QUESTIONS = {"is_available", "is_initialized", "device_count", "_lazy_init", "init",
+             "is_bf16_supported", "get_arch_list"}
+# torch's own code asking these gets the truth (this build has no CUDA): its internals then
+# take their CPU paths instead of reaching for CUDA kernels the stand-in does not have.
+TRUTHFUL = {"is_available", "is_initialized"}
 
 
 class StandIn(types.ModuleType):
@@ -272,16 +275,25 @@ class StandIn(types.ModuleType):
         self.__dict__["_real"] = real
         self.__path__ = getattr(real, "__path__", [])      # submodules still import
         for name, value in NAMES.items():
+            if name in TRUTHFUL:
+                value = _to_the_script(value, getattr(real, name))
             self.__dict__[name] = value if name in QUESTIONS or not callable(value) \
                 else _using(value)
 
     def __getattr__(self, name):
-        if name in UNMAPPABLE:
+        if name in UNMAPPABLE and not _from_torch(1):    # torch's own imports: the real one
             raise NotMapped(f"torch.cuda.{name}", UNMAPPABLE[name])
         value = getattr(self._real, name)
         if callable(value) and not isinstance(value, type) and not name.startswith("__"):
             return _guarded(f"torch.cuda.{name}", value)
         return value
+
+
+def _to_the_script(answer, truth):
+    def asked(*args, **kwargs):
+        return (truth if _from_torch() else answer)(*args, **kwargs)
+    asked.__name__ = getattr(truth, "__name__", "asked")
+    return asked
 
 
 def _using(function):
@@ -294,8 +306,12 @@ def _using(function):
     return used
 
 
-def _from_torch() -> bool:
-    return sys._getframe(2).f_code.co_filename.startswith(_TORCH)
+def _from_torch(depth: int = 2) -> bool:
+    """Whether the code `depth` frames up (past the import machinery) is torch's own."""
+    frame = sys._getframe(depth + 1)
+    while frame is not None and frame.f_code.co_filename.startswith("<frozen"):
+        frame = frame.f_back
+    return frame is not None and frame.f_code.co_filename.startswith(_TORCH)
 
 
 _TORCH = os.path.dirname(torch.__file__) + os.sep
