@@ -68,8 +68,9 @@ class Report:
             lines.append(f"  rank {r} waits forever in {text}")
         lines += [str(v) for v in self.verdicts]
         if self.nccl is not None:
-            lines += ["", "On NCCL (modelled, not run: tags ignored, send/recv to self allowed, "
-                          "no any-source receive):", f"  {self.nccl.summary()}"]
+            lines += ["", "On NCCL (modelled, not run: tags ignored, send/recv to self only as "
+                          "a pair in one batch, no any-source receive):",
+                      f"  {self.nccl.summary()}"]
             said = any("may buffer" in v.nccl for v in self.verdicts)
             if self.nccl.send_cycle and not said:
                 lines.append("  (NCCL may buffer a small send, so a cycle of sends can "
