@@ -2,13 +2,10 @@
 approach when" table, and the message-pattern explorer."""
 from __future__ import annotations
 
-from IPython.display import display
-from matplotlib.figure import Figure
-
 import labs.collectives as lab
 from labs import launch_exercise
+from labs.harness.notebook.figures import detached_axes, show
 from labs.harness.notebook.plots import timeline
-from labs.harness.notebook.stepper import detached_axes
 from labs.harness.notebook.timing import compare
 
 IMPLEMENTATION_COLORS = {"P2P (yours)": "tab:orange", "torch.distributed": "tab:green"}
@@ -45,7 +42,7 @@ def plot_costs(costs, title):
     ax.set_ylabel("ms per call (median, bar = range)")
     ax.set_title(title, loc="left", fontsize=10)
     ax.legend()
-    display(fig)
+    show(fig)
 
 
 def short_verdict(table, a, b):
@@ -104,6 +101,6 @@ def show_pattern(op="all_to_all", world_size=4):
           f"{len({(e.rank, e.batch) for e in sends})} (rank, batch) pairs with sends")
     # A figure outside pyplot, shown once drawn: in JupyterLab a widget's click can run
     # while another thread flushes every pyplot figure (a blank or half-drawn PNG).
-    fig = Figure(figsize=(9, 0.7 + 0.6 * world_size))
-    timeline(res.trace, title=f"{op}, {world_size} ranks", ax=fig.subplots())
-    display(fig)
+    fig, ax = detached_axes((9, 0.7 + 0.6 * world_size))
+    timeline(res.trace, title=f"{op}, {world_size} ranks", ax=ax)
+    show(fig)

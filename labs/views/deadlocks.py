@@ -5,11 +5,11 @@ from dataclasses import dataclass
 
 import ipywidgets as widgets
 import torch
-from IPython.display import display
 
 from labs import HangError, WorkerError, launch, launch_exercise
 from labs.deadlocks import PATTERNS, explore_worker
 from labs.harness.ranks.gloo_text import abort_reason  # noqa: F401 - notebook 04 calls view.abort_reason
+from labs.harness.notebook.figures import show
 from labs.harness.notebook.plots import timeline_figure
 
 
@@ -97,7 +97,7 @@ def explore(pattern, world_size=2, numel=10, pg_timeout=1.5, plot=True):
         print("error: WorkerError")
         print(exc.brief())
     if plot and events:
-        display(timeline_figure(events, title=f"{pattern} ({outcome})"))
+        show(timeline_figure(events, title=f"{pattern} ({outcome})"))
     return outcome
 
 

@@ -1,9 +1,7 @@
 """Notebook 01's plot and widget: gloo's blocking send, seen on a timeline."""
 import ipywidgets as widgets
-from IPython.display import display
-from matplotlib.figure import Figure
-
 from labs import launch
+from labs.harness.notebook.figures import detached_axes, show
 from labs.harness.notebook.plots import timeline
 from labs.p2p import rendezvous_send
 
@@ -25,10 +23,9 @@ def plot_rendezvous(delay):
     # kernel subshell thread handles another widget message, and that thread's post-execute
     # hooks redraw and flush every pyplot figure (a blank or half-drawn PNG). Same size as
     # `timeline`'s own figure for two ranks.
-    fig = Figure(figsize=(9, 0.7 + 0.6 * 2))
-    timeline(results.trace, title=f"receiver sleeps {delay:g} s before its recv",
-             ax=fig.subplots())
-    display(fig)
+    fig, ax = detached_axes((9, 0.7 + 0.6 * 2))
+    timeline(results.trace, title=f"receiver sleeps {delay:g} s before its recv", ax=ax)
+    show(fig)
     return results
 
 

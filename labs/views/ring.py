@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import statistics
 
-from IPython.display import display
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
 import labs.ring as lab
 from labs import launch_exercise
 from labs.harness.ranks.measure import format_size
+from labs.harness.notebook.figures import detached_axes, show
 from labs.harness.notebook.plots import timeline
 from labs.harness.notebook.timing import compare
 
@@ -36,10 +36,10 @@ def explore(variant="pipelined", world_size=4, kib=1024):
     print(f"{variant}, {world_size} ranks, {size}: tensors sent by each rank {sent}")
     # A figure outside pyplot, shown once drawn: in JupyterLab a widget's click can run
     # while another thread flushes every pyplot figure (a blank or half-drawn PNG).
-    fig = Figure(figsize=(9, 0.7 + 0.6 * world_size))
+    fig, ax = detached_axes((9, 0.7 + 0.6 * world_size))
     timeline(res.trace, title=f"{variant}, {world_size} ranks, {size}",
-             arrows=variant != "pipelined", ax=fig.subplots())
-    display(fig)
+             arrows=variant != "pipelined", ax=ax)
+    show(fig)
 
 
 # ----------------------------------------------------------------------------------------
@@ -93,7 +93,7 @@ def plot_sweep(measured, alpha, beta):
         _plot_sweep_column(axes[0][col], axes[1][col], p, by_size, alpha, beta)
     axes[0][0].legend(fontsize=8)
     fig.tight_layout()
-    display(fig)
+    show(fig)
 
 
 def _plot_sweep_column(top, bottom, p, by_size, alpha, beta):

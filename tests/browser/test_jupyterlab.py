@@ -32,7 +32,6 @@ P2P_COURSE_BROWSER_NOTEBOOKS="a.ipynb,b.ipynb" runs other notebooks (paths).
 from __future__ import annotations
 
 import os
-import shutil
 import time
 
 import pytest
@@ -43,14 +42,9 @@ from tests.browser.knobs import exercise_widgets
 from tests.browser.lab_page import (ARTIFACTS, PANEL, ROOT, NotebookRun, cell_states,
                                     rendered_widgets, run_menu_command, saved_errors,
                                     saved_since, wait_until)
-from tests.browser.lab_server import LabServer, assert_all_gone
-from tests.procs import descendants
 
 # Every lesson whose committed outputs show a widget (found from the notebook files).
 NOTEBOOKS = [str(p.relative_to(ROOT)) for p in course.widget_notebooks()]
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                  "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync"]
 # A notebook runs in < 60 s alone; here AT_ONCE run side by side, on a machine where the
 # rest of the suite runs too.
 AT_ONCE = 3
@@ -80,55 +74,6 @@ pytestmark = pytest.mark.slow
 def _notebooks() -> list[str]:
     chosen = os.environ.get("P2P_COURSE_BROWSER_NOTEBOOKS", "").strip()
     return [p.strip() for p in chosen.split(",") if p.strip()] if chosen else NOTEBOOKS
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    exe = os.environ.get("CHROMIUM")
-    if exe:
-        # Asked for explicitly: a wrong path is a mistake to report, not a reason to skip.
-        if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
-            pytest.fail(f"CHROMIUM={exe!r} is not an executable file")
-        return exe
-    exe = shutil.which("chromium")
-    if not exe:
-        pytest.skip("no chromium found for the JupyterLab browser test: install Debian's "
-                    "`chromium` (tests/browser/install_chromium.sh, run by `make test` as "
-                    "root) or set CHROMIUM=/path/to/chromium")
-    return exe
-
-
-@pytest.fixture(scope="module")
-def lab(chromium, tmp_path_factory):
-    server = LabServer(tmp_path_factory.mktemp("jupyterlab"))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(chromium, lab):
-    from playwright.sync_api import sync_playwright
-
-    before = set(descendants(os.getpid()))
-    pw = sync_playwright().start()
-    seen: dict[int, str] = {}
-    try:
-        b = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
-        try:
-            yield b
-        finally:
-            lab.track()     # the server's tree is the server's to account for
-            seen = {p: s for p, s in descendants(os.getpid()).items()
-                    if p not in before and p not in lab.tracked}
-            b.close()
-    finally:
-        pw.stop()
-        # Chromium and Playwright's driver: descendants of this process that the server
-        # did not start (the server's own tree is checked when it stops).
-        assert_all_gone(seen, "Chromium / Playwright")
 
 
 @pytest.fixture(scope="module")

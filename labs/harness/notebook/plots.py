@@ -22,7 +22,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from labs.harness.ranks.calls import RECEIVES, SENDS, fifo_pairs, wrap_calls
-from labs.harness.notebook.stepper import detached_axes, step_slider
+from labs.harness.notebook.figures import detached_axes
+from labs.harness.notebook.stepper import step_slider
 
 # One palette for every picture of the course: timelines and schedule drawings alike.
 OP_COLORS = {"send": "tab:red", "isend": "tab:red", "recv": "tab:blue", "irecv": "tab:blue",
@@ -79,8 +80,8 @@ def timeline_size(events) -> tuple:
 
 
 def timeline_figure(events, **kwargs):
-    """A timeline drawn on a figure outside pyplot (see stepper.detached_axes): for widget
-    callbacks. Display it with IPython.display.display."""
+    """A timeline drawn on a figure outside pyplot (see figures.detached_axes): for widget
+    callbacks. Show it with labs.harness.notebook.figures.show (in any kernel)."""
     fig, ax = detached_axes(timeline_size(events))
     timeline(events, ax=ax, **kwargs)
     return fig

@@ -6,20 +6,8 @@ moment) and `labs.harness.schedule.drawing.step_through` (a schedule's predictio
 from __future__ import annotations
 
 import ipywidgets as widgets
-from IPython.display import display
-from matplotlib.figure import Figure
 
-
-def detached_axes(figsize) -> tuple:
-    """(figure, axes) that pyplot does not know about, for drawing inside a widget callback.
-
-    JupyterLab can handle another widget message on a second kernel thread while a callback
-    draws; after each message that thread runs the inline backend's end-of-cell hook, which
-    redraws and closes every *pyplot* figure: a pyplot figure drawn in a callback can be
-    sent half-drawn or blank. A figure outside pyplot is drawn once, by us, then displayed.
-    """
-    fig = Figure(figsize=figsize)
-    return fig, fig.subplots()
+from labs.harness.notebook.figures import detached_axes, show
 
 
 def step_slider(count: int, draw, caption, *, figsize, value: int = 0, play: bool = False,
@@ -37,15 +25,15 @@ def step_slider(count: int, draw, caption, *, figsize, value: int = 0, play: boo
         widgets.jslink((player, "value"), (slider, "value"))
         controls = widgets.HBox([player, slider])
 
-    def show(change=None):
+    def redraw(change=None):
         k = slider.value
         fig, ax = detached_axes(figsize)
         draw(k, ax)
         with out:
             out.clear_output(wait=True)
-            display(fig)
+            show(fig)
             print(caption(k))
 
-    slider.observe(show, names="value")
-    show()
+    slider.observe(redraw, names="value")
+    redraw()
     return widgets.VBox([controls, out])
