@@ -12,12 +12,18 @@ Active when the graders grade labs/ (`--impl=labs`); tests/conftest.py registers
   changed since its last grade is not run again: its remembered outcome goes on the sheet,
   marked so. A test whose exercises are all untouched stubs is "not started" without
   starting workers. `--lesson=05` grades one lesson and shows every problem it has.
+* A hang stops its grader: the runs at larger world sizes are not made (one hang is
+  enough to fix; each would cost seconds), and the sheet says at which it hung.
+* A lab module that does not load fails its own lesson only: its graders do not run,
+  its exercises (read from the file) stay on the sheet, and a module that imports it
+  waits for it.
 * Progress is one neutral line per lesson; a failure's report is its message (what was
   wrong, your code's lines first), not the grader's source.
 """
 from __future__ import annotations
 
 import importlib
+import re
 import time
 from pathlib import Path
 
@@ -27,7 +33,8 @@ from labs.harness import COURSE_ROOT
 from labs.harness.ranks.exercises import ExerciseNotSolved, exercises_in
 from labs.harness.grading import memory
 from labs.harness.grading.run import GradeFailure, grading
-from labs.harness.grading.sheet import GRADERS, Graded, grade_sheet, graded_from_failure
+from labs.harness.grading.sheet import (GRADERS, Graded, grade_sheet, graded_from_failure,
+                                        skipped_after_hang)
 from tests import course
 
 KEY = "grade"
@@ -46,9 +53,10 @@ class Check:
             config.getoption("--lesson") else ""
         path = config.getoption("--remember")
         self.memory = memory.Memory(path) if path else None
-        self.exercises, self.broken = _exercises()
+        self.exercises, self.broken, self.places = _exercises()
         self.lessons = {module: number for number, module, _ in self.exercises}
-        self.lessons.update({m: n for m, (n, _) in self.broken.items()})
+        self.lessons.update({m: b[0] for m, b in self.broken.items()})
+        self.hung: dict = {}               # grader test (no parameters) -> its run that hung
         self.graded: list[Graded] = []     # this session's, remembered ones included
         self.keys: dict = {}               # nodeid -> key, for the tests that run
         self.grades: dict = {}             # nodeid -> the exercises it grades
@@ -67,7 +75,8 @@ class Check:
                 kept.append(item)
                 continue
             module = _module_of(item.nodeid)
-            if self.lesson and self.lessons.get(module) != self.lesson:
+            if (self.lesson and self.lessons.get(module) != self.lesson) or \
+                    module in self.broken:      # the sheet says why, from self.broken
                 dropped.append(item)
                 continue
             names = self.grades[item.nodeid] = _graded_by(item, module)
@@ -88,6 +97,8 @@ class Check:
                 known = self.memory.recall(item.nodeid, key)
                 if known is not None:
                     self.graded.append(Graded.from_dict(known, remembered=True))
+                    if self.graded[-1].hung and self.graded[-1].kind == "failing":
+                        self.hung.setdefault(_family(item.nodeid), self.graded[-1])
                     dropped.append(item)
                     remembered += 1
                     continue
@@ -121,6 +132,12 @@ class Check:
 
     # -- while a test runs --------------------------------------------------------------------
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item):
+        hung = self.hung.get(_family(item.nodeid))
+        if hung is not None and item.nodeid in self.grades:
+            pytest.skip(f"it hung at world_size={hung.world_size}")
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item):
         names = self.grades.get(item.nodeid)
@@ -135,13 +152,20 @@ class Check:
         outcome = yield
         report = outcome.get_result()
         names = self.grades.get(item.nodeid)
+        hung = self.hung.get(_family(item.nodeid))
+        if names is not None and report.skipped and hung is not None:
+            graded = skipped_after_hang(item.nodeid, names, _world_size(item), hung)
+            report.user_properties += [(KEY, graded.as_dict()), ("rememberable", True)]
+            return
         if names is None or not (call.when == "call" or report.failed):
             return
         exc = call.excinfo.value if call.excinfo is not None else None
         if report.passed or report.failed:
             reason = str(exc) if isinstance(exc, GradeFailure) else _crash(report)
             graded = graded_from_failure(item.nodeid, names, exc if report.failed else None,
-                                         reason)
+                                         reason, _world_size(item))
+            if graded.hung:
+                self.hung.setdefault(_family(item.nodeid), graded)
             report.user_properties.append((KEY, graded.as_dict()))
             # Worth remembering: a pass, or a verdict of the grader (not a broken test run).
             report.user_properties.append(("rememberable", isinstance(exc, GradeFailure)
@@ -154,6 +178,8 @@ class Check:
         if KEY in props:
             graded = Graded.from_dict(props[KEY])
             self.graded.append(graded)
+            if graded.kind == "failing" and graded.hung:     # remembered ones too: below
+                self.hung.setdefault(_family(report.nodeid), graded)
             key = self.keys.get(report.nodeid)
             if self.memory is not None and key and props.get("rememberable"):
                 self.memory.keep(report.nodeid, key, graded.as_dict())
@@ -161,6 +187,8 @@ class Check:
     def pytest_collectreport(self, report):
         if report.failed and report.nodeid.startswith(GRADERS):
             module = _module_of(report.nodeid)
+            if module in self.broken:
+                return                 # its lab module does not load: the sheet says so
             names = tuple(n for _, m, n in self.exercises if m == module)
             if not self.lesson or self.lessons.get(module) == self.lesson:
                 self.graded.append(Graded(report.nodeid, names, "failing",
@@ -170,7 +198,7 @@ class Check:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_report_teststatus(self, report, config):
-        if report.nodeid.startswith(GRADERS) and report.when == "call":
+        if report.nodeid.startswith(GRADERS) and (report.when == "call" or report.skipped):
             return report.outcome, "", report.outcome.upper()      # counted, no letter
         if report.nodeid.startswith(GRADERS) and report.failed:
             return "error", "", "ERROR"
@@ -198,7 +226,8 @@ class Check:
             exercises = [e for e in self.exercises if not self.lesson or e[0] == self.lesson]
             broken = {m: b for m, b in self.broken.items()
                       if not self.lesson or b[0] == self.lesson}
-            self._sheet = grade_sheet(self.graded, exercises, broken, self.lesson)
+            self._sheet = grade_sheet(self.graded, exercises, broken, self.lesson,
+                                      self.places, _recent_lessons(self.lessons))
         return self._sheet
 
     @pytest.hookimpl(trylast=True)
@@ -288,19 +317,86 @@ def _crash(report) -> str:
 SCRIPT_EXERCISES = {"doctor": ("halo_exchange",)}
 
 
+def _family(nodeid: str) -> str:
+    """A grader test without its parameters: its runs at every world size."""
+    return nodeid.split("[", 1)[0]
+
+
+def _world_size(item):
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("world_size") if callspec is not None else None
+
+
+def _recent_lessons(lessons: dict) -> list:
+    """The lessons, their lab module most recently changed first."""
+    def changed(module):
+        try:
+            return (COURSE_ROOT / "labs" / f"{module}.py").stat().st_mtime
+        except OSError:
+            return 0.0
+    return [lessons[m] for m in sorted(lessons, key=changed, reverse=True)]
+
+
+def _place(fn) -> str:
+    """'labs/ring.py:182': the line of an exercise's `def` in your lab module."""
+    body = getattr(fn, "stub", fn)
+    code = getattr(body, "__code__", None)
+    if code is None:
+        return ""
+    try:
+        lines = Path(code.co_filename).read_text().splitlines()
+        line = code.co_firstlineno
+        while line <= len(lines) and lines[line - 1].lstrip().startswith("@"):
+            line += 1      # past the decorators: the def
+        return f"{Path(code.co_filename).relative_to(COURSE_ROOT)}:{line}"
+    except (OSError, ValueError):
+        return ""
+
+
+def _declared(module: str) -> tuple:
+    """The exercises labs/<module>.py declares, read from its text (it may not parse)."""
+    try:
+        text = (COURSE_ROOT / "labs" / f"{module}.py").read_text()
+    except OSError:
+        return ()
+    names = re.findall(r"^@exercise\b.*\n(?:@.*\n)*def (\w+)", text, re.M)
+    return tuple(names) + SCRIPT_EXERCISES.get(module, ())
+
+
+def _culprit(exc) -> str:
+    """The lab module whose error `exc` is: a syntax error's file, else the innermost frame
+    in a lab module ('' if none)."""
+    labs = COURSE_ROOT / "labs"
+    files = []
+    tb = exc.__traceback__
+    while tb is not None:
+        files.append(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    if isinstance(exc, SyntaxError) and exc.filename:
+        files.append(exc.filename)
+    mine = [Path(f) for f in files if Path(f).parent == labs]
+    return mine[-1].stem if mine else ""
+
+
 def _exercises():
-    """(lesson, module, exercise) in lesson order, and {module: (lesson, why)} for the lab
-    modules that do not even import (a syntax error in your labs/<module>.py)."""
-    found, broken = [], {}
+    """(lesson, module, exercise) in lesson order; {module: (lesson, why, names, needs)} for
+    the lab modules that do not even import (a syntax error in your labs/<module>.py, or in
+    one it imports: `needs`); exercise -> the line of its def."""
+    found, broken, places = [], {}, {}
     for lesson in course.lessons():
         if not lesson.module:
             continue
         try:
             module = importlib.import_module(f"labs.{lesson.module}")
         except Exception as exc:  # noqa: BLE001 - the sheet reports it
-            broken[lesson.module] = (lesson.number, f"{type(exc).__name__}: {exc}")
+            culprit = _culprit(exc)
+            needs = culprit if culprit and culprit != lesson.module else ""
+            broken[lesson.module] = (lesson.number, f"{type(exc).__name__}: {exc}",
+                                     _declared(lesson.module), needs)
             continue
-        found += [(lesson.number, lesson.module, name) for name in exercises_in(module)]
+        for name, fn in exercises_in(module).items():
+            found.append((lesson.number, lesson.module, name))
+            places[name] = _place(fn)
         found += [(lesson.number, lesson.module, name)
                   for name in SCRIPT_EXERCISES.get(lesson.module, ())]
-    return found, broken
+    return found, broken, places

@@ -178,8 +178,7 @@ class GradedBody(CalledAgain):
     @staticmethod
     def _raise_if(problems):
         if problems:       # the case is in the rank's status note: grade() names it
-            first, *more = dict.fromkeys(problems)
-            raise GradeFailure(first + (f" (and {len(more)} more problem(s))" if more else ""))
+            raise GradeFailure("\n".join(dict.fromkeys(problems)))   # each once, one a line
 
     def _sums_probe(self, args, kwargs, refused) -> list[str]:
         """The body again, beside the reference, on the probes of labs.harness.grading.sums:

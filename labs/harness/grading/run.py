@@ -6,7 +6,8 @@ import contextvars
 import re
 
 from labs import HangError, WorkerError, launch
-from labs.harness.launch.spec import PROGRESS_CAP
+from labs.harness.launch.messages import describe_statuses
+from labs.harness.launch.spec import PROGRESS_CAP, STUCK_SECONDS
 from labs.harness.ranks.exercises import SOLUTIONS_ENV
 
 # A deadlock is reported once every rank still running has sat waiting in a
@@ -17,7 +18,7 @@ from labs.harness.ranks.exercises import SOLUTIONS_ENV
 # the ranks' status cannot see (a rank blocked outside torch.distributed while its peers
 # wait). gloo's own timeout can only time one wait, and a loaded machine stretches a wait
 # for a computing peer without bound: it is kept out of the way (the launch's cap).
-HANG_SECONDS = 3.0
+HANG_SECONDS = STUCK_SECONDS
 # The exercises the running grader test grades (tests/conftest.py sets it from the test's
 # name or its `grades` marker): an unsolved one of these is "not started"; any other
 # unsolved exercise the body calls is a dependency ("waiting").
@@ -40,18 +41,24 @@ class GradeFailure(AssertionError):
     The state it stands for is data: `kind` is "failing" (a wrong result or an error),
     "not_started" (`unsolved`: the graded exercises whose stubs still raise) or "waiting"
     (`needs`: the other exercises, not solved yet, that the body calls), each an Unsolved.
+    `problems`: each distinct problem of a run, whole (the message's lines after its first
+    may continue one problem); empty: the message is one problem. `hung`: the run hung.
     """
 
-    def __init__(self, message="", *, kind="failing", unsolved=(), needs=()):
+    def __init__(self, message="", *, kind="failing", unsolved=(), needs=(), problems=(),
+                 hung=False):
         super().__init__(message)
         self.kind, self.unsolved, self.needs = kind, tuple(unsolved), tuple(needs)
+        self.problems, self.hung = tuple(problems), hung
 
     def __reduce__(self):
-        return _rebuild, (str(self), self.kind, self.unsolved, self.needs)
+        return _rebuild, (str(self), self.kind, self.unsolved, self.needs, self.problems,
+                          self.hung)
 
 
-def _rebuild(message, kind, unsolved, needs):
-    return GradeFailure(message, kind=kind, unsolved=unsolved, needs=needs)
+def _rebuild(message, kind, unsolved, needs, problems=(), hung=False):
+    return GradeFailure(message, kind=kind, unsolved=unsolved, needs=needs,
+                        problems=problems, hung=hung)
 
 
 GradeFailure.__module__ = "labs.harness.grading"   # where graders import it from
@@ -80,11 +87,15 @@ def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
             raise unsolved_failure(exc.unsolved.values(), what) from None
         checked = {r: c for r, c in exc.causes.items() if c.startswith("GradeFailure: ")}
         if checked:     # a check inside the worker failed: its message says it all
-            rank, cause = min(checked.items())
-            cause = cause.removeprefix("GradeFailure: ")
-            who = "" if cause.startswith(f"rank {rank} ") else f"rank {rank}: "
+            rank = min(checked)
+            whole = exc.messages.get(rank) or checked[rank].removeprefix("GradeFailure: ")
+            who = "" if whole.startswith(f"rank {rank} ") else f"rank {rank}: "
+            case = _case(exc, rank).removeprefix(", ")
+            problems = [who + line + (f" [{case}]" if case else "")
+                        for line in whole.splitlines() if line.strip()]
             raise GradeFailure(f"{what} (world_size={world_size}{_case(exc, rank)}): {who}"
-                               f"{cause}") from None
+                               + "\n".join(line for line in whole.splitlines() if line.strip()),
+                               problems=problems) from None
         rank = min(exc.ranks) if exc.ranks else 0
         raise GradeFailure(f"{what} (world_size={world_size}{_case(exc, rank)}): rank {rank} "
                            f"{_cause(exc.causes.get(rank, 'failed'))}\n{_where(exc, rank)}"
@@ -94,14 +105,17 @@ def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
 
 
 def _hang_failure(exc: HangError, what: str, world_size: int) -> GradeFailure:
-    """What each rank was blocked in, and which deadline passed: a deadlock or another hang."""
-    blocked = "; ".join(s.describe(timings=False) for _, s in sorted(exc.statuses.items()))
+    """What each rank was blocked in, at the reader's line first (like a compiler), and
+    which deadline passed: a deadlock or another hang."""
+    located = describe_statuses(exc.statuses, timings=False, located=True)
     case = next((_case(exc, r) for r in sorted(exc.statuses) if _case(exc, r)), "")
     why = (f"Nothing moved for {HANG_SECONDS:g} s: a deadlock (two ranks each waiting for the "
            f"other) or a send/recv with no partner." if exc.stuck_for else
            exc.reason[:1].upper() + exc.reason[1:] + ".")
-    return GradeFailure(f"{what} hung (world_size={world_size}{case}): {blocked}\n{why} "
-                        f"Notebook 04 shows how to read this.")
+    head = f"{what} hung (world_size={world_size}{case})"
+    problem = "\n".join([*located, f"{head}. {why} Notebook 04 shows how to read this."])
+    return GradeFailure(f"{head}: {'; '.join(located)}\n{why} Notebook 04 shows how to read "
+                        f"this.", problems=[problem], hung=True)
 
 
 def graded_exercises(what: str = "") -> set:
@@ -199,13 +213,11 @@ def distinct_problems(messages) -> list[str]:
     return lines
 
 
-def fail_if_any(failures, what, shown=6):
-    """Raise one GradeFailure listing every distinct wrong case, once (`failures`: messages,
-    per rank or flat; a case wrong on several ranks is one line that names them)."""
+def fail_if_any(failures, what):
+    """Raise one GradeFailure listing every distinct wrong case, once, none left out
+    (`failures`: messages, per rank or flat; a case wrong on several ranks is one line that
+    names them)."""
     flat = [f for item in failures for f in ([item] if isinstance(item, str) else item)]
     if flat:
         problems = distinct_problems(flat)
-        more = (f"\n... and {len(problems) - shown} more problem(s)"
-                if len(problems) > shown else "")
-        first, *rest = problems[:shown]
-        raise GradeFailure(f"{what}: {first}" + "".join(f"\n{f}" for f in rest) + more)
+        raise GradeFailure(f"{what}: " + "\n".join(problems), problems=problems)

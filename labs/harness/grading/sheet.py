@@ -3,7 +3,9 @@
     solved        every run of its grader passed (one run per world size or case group)
     not started   its stub still raises (labs.harness.ranks.exercises.ExerciseNotSolved)
     waiting       it is written, but it needs another exercise that is not solved yet
-    FAILING       you wrote it and a run fails: the first failure, on one line
+    FAILING       you wrote it and a run fails: the first failure, on one line (one lesson,
+                  `make check LESSON=05`: every distinct problem once, your file:line first,
+                  with the world sizes it showed at on one line)
 
 The sheet reads types, not sentences: each grader run is a `Graded` (what the run grades,
 by exercise name, and the state the grader found: GradeFailure's `kind`, `unsolved`,
@@ -12,6 +14,7 @@ or from what `make check` remembers (labs.harness.grading.memory).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 
 from labs.harness.grading.run import problem_kind
@@ -32,6 +35,9 @@ class Graded:
     unsolved: tuple = ()         # not_started: the graded exercises whose stubs still raise
     needs: tuple = ()            # waiting: ({"exercise", "file", "section"}, ...) to solve first
     remembered: bool = False     # taken from make check's memory, not run this time
+    world_size: int | None = None    # the run's world size, if its grader has one
+    problems: tuple = ()         # failing: each distinct problem, whole (empty: the reason)
+    hung: bool = False           # failing: the run hung; "skipped": a smaller one hung
 
     def as_dict(self) -> dict:
         data = asdict(self)
@@ -42,7 +48,9 @@ class Graded:
     def from_dict(cls, data: dict, remembered: bool = False) -> Graded:
         return cls(data["nodeid"], tuple(data["exercises"]), data.get("kind", "failing"),
                    data.get("reason", ""), tuple(data.get("unsolved", ())),
-                   tuple(dict(n) for n in data.get("needs", ())), remembered)
+                   tuple(dict(n) for n in data.get("needs", ())), remembered,
+                   data.get("world_size"), tuple(data.get("problems", ())),
+                   data.get("hung", False))
 
     @property
     def module(self) -> str:
@@ -51,16 +59,25 @@ class Graded:
 
 
 def graded_from_failure(nodeid: str, exercises, exc: BaseException | None,
-                        reason: str = "") -> Graded:
+                        reason: str = "", world_size: int | None = None) -> Graded:
     """A test's outcome from the exception it raised (None: it passed). A GradeFailure
     says what state it found; any other exception is a failure of the body or the grader."""
     if exc is None:
-        return Graded(nodeid, tuple(exercises))
+        return Graded(nodeid, tuple(exercises), world_size=world_size)
     kind = getattr(exc, "kind", "failing")
     return Graded(nodeid, tuple(exercises), kind if kind in ("not_started", "waiting")
                   else "failing", reason or str(exc),
                   tuple(u.exercise for u in getattr(exc, "unsolved", ())),
-                  tuple(u.as_dict() for u in getattr(exc, "needs", ())))
+                  tuple(u.as_dict() for u in getattr(exc, "needs", ())),
+                  world_size=world_size, problems=tuple(getattr(exc, "problems", ())),
+                  hung=getattr(exc, "hung", False))
+
+
+def skipped_after_hang(nodeid: str, exercises, world_size, hung: Graded) -> Graded:
+    """A run not made: the same grader hung at a smaller world size (one is enough)."""
+    return Graded(nodeid, tuple(exercises), "skipped",
+                  f"not graded: it hung at world_size={hung.world_size}",
+                  world_size=world_size, hung=True)
 
 
 @dataclass
@@ -78,6 +95,7 @@ class Row:
 class Sheet:
     rows: list = field(default_factory=list)
     lesson: str = ""       # make check LESSON=05: only that lesson, with every problem
+    recent: tuple = ()     # the lessons, their lab module most recently changed first
 
     @property
     def failing(self) -> list:
@@ -88,18 +106,20 @@ class Sheet:
         for row in self.rows:
             head = f"{row.lesson} {row.module}" if row.lesson != lesson else ""
             lesson = row.lesson
-            reason = _first_line(row.reason)
-            reason = reason if len(reason) <= WIDTH else reason[:WIDTH - 3] + "..."
+            details = self.lesson and row.status in ("FAILING", "waiting") and row.problems
+            if details and row.status == "FAILING":
+                n = len(row.problems)
+                reason = f"{n} problems, each once below" if n > 1 else "1 problem, below"
+            else:
+                reason = _first_line(row.reason)
+                reason = reason if len(reason) <= WIDTH else reason[:WIDTH - 3] + "..."
             if reason and not reason.startswith(row.exercise):
                 reason = f"{row.exercise}: {reason}"     # else the reason names it already
             out.append(f"{head:<16}{row.status:<13}{reason or row.exercise}"
                        + (REMEMBERED if row.remembered else ""))
-            if self.lesson and row.status in ("FAILING", "waiting"):
-                details = [line for problem in row.problems for line in problem.splitlines()]
-                if details and details[0] == _first_line(row.reason) and \
-                        len(details[0]) <= WIDTH:
-                    details = details[1:]              # the row says it already, in full
-                out += [" " * 16 + "  " + line for line in details]
+            if details:
+                out += [" " * 16 + "  " + line for problem in row.problems
+                        for line in problem.splitlines()]
         counts = {s: sum(r.status.startswith(s) for r in self.rows)
                   for s in ("solved", "FAILING", "not started", "waiting")}
         out.append("")
@@ -112,42 +132,66 @@ class Sheet:
                        f"grader and the course's machinery), so not run again; "
                        f"make check FRESH=1 grades everything again.")
         if not self.lesson:
-            first = (self.failing or [r for r in self.rows if r.status != "solved"] or [None])[0]
-            lesson = first.lesson if first else "NN"
-            out.append(f"Details for one lesson (every problem, once): make check LESSON={lesson}")
+            out.append(f"Details for one lesson (every problem, once): make check "
+                       f"LESSON={self._suggested()}")
         return out
+
+    def _suggested(self) -> str:
+        """The lesson you work on (of those with an exercise you started, the one whose lab
+        module changed last), if it has a problem; else the first failing one; else the one
+        you work on; else the first not solved."""
+        started = {r.lesson for r in self.rows if r.status != "not started"}
+        working = next((lesson for lesson in self.recent if lesson in started), "")
+        if any(r.status in ("FAILING", "waiting") for r in self.rows if r.lesson == working):
+            return working
+        if self.failing:
+            return self.failing[0].lesson
+        first = [r for r in self.rows if r.status != "solved"]
+        return working or (first[0].lesson if first else "NN")
 
 
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else ""
 
 
-def grade_sheet(graded: list, exercises: list, broken: dict, lesson: str = "") -> Sheet:
+def grade_sheet(graded: list, exercises: list, broken: dict, lesson: str = "",
+                places: dict | None = None, recent=()) -> Sheet:
     """`graded`: Graded runs (this session's and remembered ones); `exercises`: (lesson,
-    module, name) in lesson order; `broken`: module -> (lesson, why) for lab modules that do
-    not import; `lesson`: "05" for one lesson's sheet with its details."""
+    module, name) in lesson order; `broken`: module -> (lesson, why[, names, needs]) for
+    lab modules that do not import (names: their exercises, read from the file, each a row:
+    the count stays; needs: the other lab module whose error stops this one, whose lesson
+    alone fails); `lesson`: "05" for one lesson's sheet with its details; `places`:
+    exercise -> "labs/ring.py:180", where a problem without a line of its own points;
+    `recent`: the lessons, most recently changed first (the last line suggests one)."""
     by_module: dict = {}
     for g in graded:
         by_module.setdefault(g.module, []).append(g)
-    sheet = Sheet(lesson=lesson)
-    for module, (number, why) in broken.items():
-        if module in by_module:
-            sheet.rows.append(Row(number, module, f"labs/{module}.py", "FAILING",
-                                  f"labs/{module}.py does not load: {why}"))
+    sheet = Sheet(lesson=lesson, recent=tuple(recent))
+    for module, (number, why, *more) in broken.items():
+        names, needs = more if more else ((), "")
+        reason = (f"needs labs/{needs}.py, which does not load ({why})" if needs else
+                  f"labs/{module}.py does not load: {why}")
+        for name in names or (f"labs/{module}.py",):
+            sheet.rows.append(Row(number, module, name, "waiting" if needs else "FAILING",
+                                  reason))
     for number, module, name in exercises:
         mine = [g for g in by_module.get(module, []) if name in g.exercises]
         if mine:
-            sheet.rows.append(_row(number, module, name, mine))
+            sheet.rows.append(_row(number, module, name, mine, (places or {}).get(name, "")))
     sheet.rows.sort(key=lambda row: row.lesson)      # stable: exercises keep their order
     return sheet
 
 
-def _row(lesson, module, name, runs) -> Row:
+def _row(lesson, module, name, runs, place="") -> Row:
     row = Row(lesson, module, name, remembered=all(g.remembered for g in runs))
     failing = [g for g in runs if g.kind == "failing"]
     if failing:
         row.status, row.reason = "FAILING", failing[0].reason
-        row.problems = _distinct(g.reason for g in failing)
+        row.problems = _distinct(failing, place)
+        skipped = [g.world_size for g in runs if g.kind == "skipped"]
+        if skipped and row.problems:
+            row.problems[-1] += (f" (not graded at {', '.join(map(str, sorted(skipped)))}: "
+                                 f"a hang stops its grader, one is enough to fix first)")
         return row
     unsolved = [g for g in runs if g.kind in ("not_started", "waiting")]
     if not unsolved:
@@ -161,16 +205,42 @@ def _row(lesson, module, name, runs) -> Row:
     first = needs[0] if needs else {"exercise": "another exercise", "file": f"labs/{module}.py"}
     row.status = "waiting"
     row.reason = f"needs {first['exercise']} ({first['file']}), which is not solved yet"
-    row.problems = _distinct(g.reason for g in unsolved)
+    row.problems = _distinct(unsolved, place)
     return row
 
 
-def _distinct(reasons) -> list[str]:
-    """Each distinct failure once: the same problem in several runs (world sizes) is the
-    first run's message, then how many other runs showed it."""
+# "labs/ring.py:190: ..." (located already) and "labs/ring.py:190 in ring_all_reduce".
+_LOCATED = re.compile(r"^[\w./-]+\.py:\d+: ")
+_LEARNERS_LINE = re.compile(r"\blabs/(?!harness/)[\w/]+\.py:\d+")
+
+
+def _distinct(runs, place="") -> list[str]:
+    """Each distinct problem once, whatever number of runs (world sizes) showed it: its
+    text, your file:line first (its own, else the first of yours it names, else `place`:
+    the exercise's), then the world sizes it showed at, on one line."""
     found: dict = {}
-    for reason in (r.strip() for r in reasons):
-        if reason:
-            found.setdefault(problem_kind(_first_line(reason)), []).append(reason)
-    return [same[0] + (f"\n[the same in {len(same) - 1} more run(s) of its grader]"
-                       if len(same) > 1 else "") for same in found.values()]
+    for g in runs:
+        for problem in g.problems or (g.reason,):
+            problem = problem.strip()
+            if not problem:
+                continue
+            first = _first_line(problem)
+            key = problem_kind(_LOCATED.sub("", first, count=1))
+            text, sizes = found.setdefault(key, [_located(problem, place), []])
+            if g.world_size is not None and g.world_size not in sizes:
+                sizes.append(g.world_size)
+    return [text + (f"\n    at {_sizes(sizes)}" if sizes else "")
+            for text, sizes in found.values()]
+
+
+def _located(problem: str, place: str) -> str:
+    if _LOCATED.match(problem):
+        return problem
+    line = _LEARNERS_LINE.search(problem)
+    where = line[0] if line else place
+    return f"{where}: {problem}" if where else problem
+
+
+def _sizes(sizes) -> str:
+    sizes = sorted(sizes)
+    return f"world size{'s' if len(sizes) > 1 else ''} {', '.join(map(str, sizes))}"

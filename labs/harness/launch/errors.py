@@ -48,17 +48,19 @@ class WorkerError(_Readable, RuntimeError):
     "was killed by signal SIGABRT"), `.tracebacks` (rank -> text), `.statuses` (rank ->
     RankStatus), `.outputs` (rank -> what it printed), `.trace` (the calls each rank made),
     `.unsolved` (rank -> labs.harness.ranks.exercises.Unsolved, for the ranks among `.ranks` that
-    stopped at an exercise's stub: data, not a sentence to parse).
+    stopped at an exercise's stub: data, not a sentence to parse), `.messages` (rank -> the
+    whole message of what it raised; `.causes` holds its first line).
     """
 
     def __init__(self, message, ranks=(), tracebacks=None, statuses=None, causes=None,
-                 unsolved=None):
+                 unsolved=None, messages=None):
         super().__init__(message)
         self.ranks = list(ranks)
         self.tracebacks = tracebacks or {}
         self.statuses = statuses or {}
         self.causes = causes or {}
         self.unsolved = unsolved or {}
+        self.messages = messages or {}
 
     def brief(self) -> str:
         """The same facts without tracebacks, paths or timings: stable, for notebooks."""
@@ -166,7 +168,7 @@ def _worker_error(outcome, collateral) -> WorkerError:
                 if r in failures and failures[r].unsolved is not None}
     return WorkerError("\n".join(lines), ranks,
                        {r: f.traceback for r, f in failures.items()}, outcome.statuses, causes,
-                       unsolved)
+                       unsolved, {r: f.message for r, f in failures.items()})
 
 
 def _ranks(ranks) -> str:

@@ -49,9 +49,15 @@ class RankStatus:
     note: str = ""                     # what we know instead (finished, exited, an error)
     waiting: bool = False              # sitting in a torch.distributed call or a wait()
     progress: tuple = ()               # changes whenever the rank posts, waits or finishes one
+    where: str = ""                    # "labs/deadlocks.py:207": the reader's line it sits at
 
-    def describe(self, timings: bool = True) -> str:
-        """'rank 1: blocked 2.0 s in recv(from 0, tag 0, 10 x float32); posted, ...'."""
+    def describe(self, timings: bool = True, located: bool = False) -> str:
+        """'rank 1: blocked 2.0 s in recv(from 0, tag 0, 10 x float32); posted, ...'.
+        located: like a compiler, the reader's line first, when known:
+        'labs/deadlocks.py:207: rank 1 blocked in recv(from 0, ...)'."""
+        if located and self.where:
+            line = self.describe(timings).split(": ", 1)[1]
+            return f"{self.where}: rank {self.rank} {line}"
         if self.blocked_in is not None:
             how_long = f" {self.blocked_for:.1f} s" if timings else ""
             line = f"rank {self.rank}: blocked{how_long} in {self.blocked_in.describe()}"
@@ -100,6 +106,7 @@ class Failed:
     frames: list[Frame] = field(default_factory=list)   # outermost first, as Python prints
     unsolved: Unsolved | None = None   # it was an exercise's stub: which one (not a bug)
     interrupted: bool = False          # a KeyboardInterrupt: the reader stopped the kernel
+    message: str = ""                  # the exception's whole message (summary: its first line)
 
 
 @dataclass
@@ -118,6 +125,6 @@ class Release:
     pass
 
 
-def describe_statuses(statuses: dict, timings: bool = True) -> list[str]:
+def describe_statuses(statuses: dict, timings: bool = True, located: bool = False) -> list[str]:
     """One line per rank, in rank order: the one place these lines are written."""
-    return [statuses[r].describe(timings) for r in sorted(statuses)]
+    return [statuses[r].describe(timings, located) for r in sorted(statuses)]

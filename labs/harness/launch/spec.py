@@ -39,6 +39,12 @@ GRACE = 0.5
 STATUS_WAIT = 1.0
 # With stuck_after: how often the ranks are asked whether they all sit waiting.
 STUCK_POLL = 0.5
+# The stuck_after of the graders and of the notebooks' exercise cells: a hang once every
+# rank still running has sat waiting in a torch.distributed call this long with nothing
+# posted, completed or moving. What the ranks do tells a deadlock from a slow peer (a rank
+# that computes, however slowly, is not waiting), so this can be short: the reader learns
+# of a deadlock in seconds, not after gloo's timeout.
+STUCK_SECONDS = 2.0
 # Bytes a rank must move through its sockets and pipes since the last sign of progress to
 # count as still transferring (a message of megabytes on a loaded machine can take seconds
 # with no op completing); a rank stuck in a wait moves only its status replies, far fewer.

@@ -8,10 +8,12 @@ reference reduce-scatter), so the lesson still reads to its end.
 """
 from __future__ import annotations
 
-from labs.harness.launch.errors import WorkerError
+from labs.harness.launch.errors import HangError, WorkerError
+from labs.harness.launch.messages import describe_statuses
 from labs.harness.ranks.exercises import SOLUTIONS_ENV
 from labs.harness.launch.launcher import launch
 from labs.harness.launch.output import replay
+from labs.harness.launch.spec import PROGRESS_CAP, STUCK_SECONDS
 
 
 def unsolved_exercise(exc: WorkerError) -> tuple[str, str] | None:
@@ -50,9 +52,15 @@ def say_unsolved(name: str, file: str) -> None:
 
 def launch_exercise(fn, world_size: int = 2, args=(), timeout: float = 30.0, **kwargs):
     """launch(fn, ...); for every exercise it calls that is not solved yet, say so in two
-    lines (once per exercise) and run again with that exercise's reference body only."""
+    lines (once per exercise) and run again with that exercise's reference body only.
+
+    A hang is told as the graders tell it: once every rank has sat waiting STUCK_SECONDS
+    with nothing moving (not after gloo's timeout, which is kept out of the way), each
+    rank's line in your code first: 'labs/deadlocks.py:207: rank 0 blocked in send(...)'."""
     quiet = kwargs.pop("quiet", False)
     env = dict(kwargs.pop("env", None) or {})
+    kwargs.setdefault("stuck_after", STUCK_SECONDS)
+    kwargs.setdefault("pg_timeout", PROGRESS_CAP * timeout)
     stand_ins: list[str] = []              # exercises whose reference body runs in their place
     while True:
         run_env = {**env, SOLUTIONS_ENV: ",".join(stand_ins)} if stand_ins else env
@@ -60,6 +68,8 @@ def launch_exercise(fn, world_size: int = 2, args=(), timeout: float = 30.0, **k
             results = launch(fn, world_size, args, timeout, quiet=True, env=run_env or None,
                              **kwargs)
             break
+        except HangError as exc:
+            raise _located(exc) from None
         except WorkerError as exc:
             unsolved = unsolved_exercise(exc)
             if unsolved is None or unsolved[0] in stand_ins:
@@ -69,3 +79,13 @@ def launch_exercise(fn, world_size: int = 2, args=(), timeout: float = 30.0, **k
     if not quiet:
         replay(results.outputs)
     return results
+
+
+def _located(exc: HangError) -> HangError:
+    """The same hang, each rank's line your code's line first, like a compiler."""
+    lines = str(exc).splitlines()
+    ranks = describe_statuses(exc.statuses, timings=False, located=True)
+    located = HangError("\n".join([lines[0], *("  " + line for line in ranks), *lines[-1:]]),
+                        exc.statuses, exc.stuck_for, exc.reason)
+    located.__dict__.update({k: v for k, v in exc.__dict__.items() if k not in vars(located)})
+    return located

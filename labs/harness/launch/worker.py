@@ -37,6 +37,8 @@ def exc_summary(exc) -> str:
 
 # Files under this folder are shown relative to it (labs/ring.py, solutions/ring.py).
 COURSE_ROOT = str(labs.harness.COURSE_ROOT)
+# Never the reader's line: the harness, and a virtualenv inside the course folder (.venv).
+_NOT_READERS = (os.path.join(COURSE_ROOT, "labs", "harness") + os.sep, sys.prefix + os.sep)
 
 
 def frames_of(exc) -> list[Frame]:
@@ -50,8 +52,9 @@ def frames_of(exc) -> list[Frame]:
     return frames
 
 
-def status_now(tracer: tracing.Tracer, phase: Phase) -> RankStatus:
-    """A picklable snapshot of what this rank is blocked in and has in flight."""
+def status_now(tracer: tracing.Tracer, phase: Phase, main: int | None = None) -> RankStatus:
+    """A picklable snapshot of what this rank is blocked in and has in flight; `main`: the
+    id of the thread that runs fn (asked from the listener), whose line it names."""
     blocked, now = tracer.blocked_in, time.perf_counter()
     if blocked is None and tracer.failed_in is not None:     # it raised out of the call
         blocked, now = tracer.failed_in, tracer.failed_in.t_error
@@ -62,7 +65,21 @@ def status_now(tracer: tracing.Tracer, phase: Phase) -> RankStatus:
                       waiting=tracer.blocked_in is not None or tracer.raw_waits > 0,
                       progress=(len(tracer.events), tracer.blocked_in and tracer.blocked_in.seq,
                                 tracer.raw_waits, tracer.raw_waits_done,
-                                sum(e.t_done is not None for e in tracer.events)))
+                                sum(e.t_done is not None for e in tracer.events)),
+                      where=_readers_line(main))
+
+
+def _readers_line(thread: int | None) -> str:
+    """'labs/deadlocks.py:207': the innermost frame of `thread` that is the reader's code
+    (not the harness, not torch or another installed library), where it sits right now."""
+    frame = sys._current_frames().get(thread) if thread is not None else None
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if path.startswith(COURSE_ROOT + os.sep) and not path.startswith(_NOT_READERS) \
+                and "site-packages" not in path:
+            return f"{os.path.relpath(path, COURSE_ROOT)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return ""
 
 
 class _Channel:
@@ -72,6 +89,7 @@ class _Channel:
         self.conn, self.lock = conn, threading.Lock()
         self.released = threading.Event()
         self.phase = Phase.CONNECT
+        self.main = threading.get_ident()       # made in the thread that runs fn
 
     def send(self, message) -> None:
         data = pickle.dumps(message)
@@ -88,7 +106,7 @@ class _Channel:
             if isinstance(message, Release):
                 self.released.set()
             elif isinstance(message, StatusRequest):
-                status = status_now(tracing.TRACER, self.phase)
+                status = status_now(tracing.TRACER, self.phase, self.main)
                 events = list(tracing.TRACER.events) if message.events else []
                 try:
                     self.send(StatusReply(status, events))
@@ -174,7 +192,7 @@ def run(rank, spec_bytes, store_port, out_path, conn):
         status.note = status.note or (_interrupted_at(exc) if interrupted else exc_summary(exc))
         message = Failed(rank, exc_summary(exc), traceback.format_exc(), channel.phase,
                          status, list(tracer.events), frames_of(exc), unsolved_of(exc),
-                         interrupted)
+                         interrupted, str(exc))
     sys.stdout.flush()
     sys.stderr.flush()
     try:
