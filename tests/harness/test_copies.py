@@ -1,5 +1,6 @@
 """`make lab` works on the learner's copies; `make reset` gives a fresh one and loses nothing,
-and refuses while the lesson is open in JupyterLab (the tab would save over it)."""
+refuses while the lesson is open in a JupyterLab tab (the tab would save over it) and shuts
+down a kernel left running after its tab was closed."""
 import http.server
 import json
 import os
@@ -61,22 +62,49 @@ def test_reset_with_a_lesson_that_is_not_a_number_is_one_clear_line(course):
     assert not (course / "yours").exists()
 
 
-class _Sessions(http.server.BaseHTTPRequestHandler):
-    """/api/sessions as a Jupyter server answers it (paths relative to its root_dir)."""
+class _Jupyter(http.server.BaseHTTPRequestHandler):
+    """The two questions reset asks a Jupyter server, answered as JupyterLab does (paths
+    relative to its root_dir): /api/sessions (kernels; DELETE shuts one down) and
+    /lab/api/workspaces (open tabs). The real server: tests/browser/test_reset.py."""
 
-    open_paths: list = []
+    tabs: list = []             # paths open in a tab
+    kernels: list = []          # paths with a running kernel
+    deleted: list = []
 
-    def do_GET(self):  # noqa: N802
-        if not self.path.startswith("/api/sessions?token=secret"):
+    def _authorized(self) -> bool:
+        if self.headers.get("Authorization") != "token secret":
             self.send_error(403)
-            return
-        body = json.dumps([{"id": str(i), "path": p, "name": Path(p).name, "type": "notebook",
-                            "kernel": {"name": "python3"}}
-                           for i, p in enumerate(self.open_paths)]).encode()
+            return False
+        return True
+
+    def _json(self, value) -> None:
+        body = json.dumps(value).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.end_headers()
         self.wfile.write(body)
+
+    def do_GET(self):  # noqa: N802
+        if not self._authorized():
+            return
+        if self.path == "/api/sessions":
+            self._json([{"id": f"s{i}", "path": p, "name": Path(p).name, "type": "notebook",
+                         "kernel": {"id": f"k{i}", "name": "python3", "connections": 0}}
+                        for i, p in enumerate(self.kernels)])
+        elif self.path == "/lab/api/workspaces":
+            data = {f"notebook:{p}": {"data": {"path": p, "factory": "Notebook"}}
+                    for p in self.tabs}
+            self._json({"workspaces": {"ids": ["default"], "values": [{"data": data}]}})
+        else:
+            self.send_error(404)
+
+    def do_DELETE(self):  # noqa: N802
+        if not self._authorized():
+            return
+        index = int(self.path.rsplit("/s", 1)[1])
+        type(self).deleted.append(self.kernels[index])
+        self.send_response(204)
+        self.end_headers()
 
     def log_message(self, *args):
         pass
@@ -84,9 +112,9 @@ class _Sessions(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def jupyter_server(tmp_path, monkeypatch):
-    """A server answering Jupyter's sessions API, announced in a runtime directory the way
+    """A server answering Jupyter's APIs, announced in a runtime directory the way
     jupyter_server announces itself (jpserver-<pid>.json)."""
-    server = http.server.HTTPServer(("127.0.0.1", 0), _Sessions)
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Jupyter)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     runtime = tmp_path / "runtime"
@@ -95,21 +123,47 @@ def jupyter_server(tmp_path, monkeypatch):
     url = f"http://127.0.0.1:{server.server_port}/"
     (runtime / f"jpserver-{os.getpid()}.json").write_text(json.dumps(
         {"pid": os.getpid(), "url": url, "token": "secret", "root_dir": str(tmp_path)}))
-    yield _Sessions
+    yield _Jupyter
     server.shutdown()
     thread.join(10)
     server.server_close()
-    _Sessions.open_paths = []
+    _Jupyter.tabs, _Jupyter.kernels, _Jupyter.deleted = [], [], []
 
 
-def test_reset_refuses_while_the_lesson_is_open_in_jupyterlab(course, jupyter_server):
+LESSON_05 = "notebooks/yours/05_ring_all_reduce.ipynb"
+
+
+def test_reset_refuses_while_the_lesson_is_open_in_a_tab(course, jupyter_server):
     copies.copy_missing()
     mine = course / "yours" / "05_ring_all_reduce.ipynb"
     mine.write_text("my work")
-    jupyter_server.open_paths = ["notebooks/yours/05_ring_all_reduce.ipynb"]
-    with pytest.raises(SystemExit, match=r"is open in JupyterLab .*Close its tab first"):
+    jupyter_server.tabs = [LESSON_05]                   # Kernel > Shut Down, tab still open
+    with pytest.raises(SystemExit) as info:
         copies.reset("05")
+    said = str(info.value.code)
+    assert said.startswith(f"{LESSON_05} is open in a JupyterLab tab (")
+    assert "Its kernel is already shut down." in said
+    assert "close the tab 05_ring_all_reduce.ipynb (the x on the tab)" in said
+    assert "click Save" in said and "Run `make reset LESSON=05` again." in said
     assert mine.read_text() == "my work"                 # nothing changed, nothing lost
     assert not (course / "yours" / "backup").exists()
-    jupyter_server.open_paths = ["notebooks/yours/00_welcome.ipynb"]   # another lesson open
+    jupyter_server.kernels = [LESSON_05]                 # tab and kernel: still refused
+    with pytest.raises(SystemExit, match="Its kernel is still running: the reset shuts it"):
+        copies.reset("05")
+    assert jupyter_server.deleted == [] and mine.read_text() == "my work"
+    jupyter_server.tabs = ["notebooks/yours/00_welcome.ipynb"]   # only another lesson's tab
+    jupyter_server.kernels = []
     assert "reference" in copies.reset("05").read_text()
+
+
+def test_reset_shuts_down_a_kernel_left_without_a_tab(course, jupyter_server, capsys):
+    copies.copy_missing()
+    (course / "yours" / "05_ring_all_reduce.ipynb").write_text("my work")
+    jupyter_server.kernels = ["notebooks/yours/00_welcome.ipynb", LESSON_05]  # tabs closed
+    assert "reference" in copies.reset("05").read_text()
+    assert jupyter_server.deleted == [LESSON_05]         # only this lesson's kernel
+    out = capsys.readouterr().out
+    assert f"JupyterLab's kernel for {LESSON_05} was still running (its tab is closed): " \
+           f"shut it down" in out
+    backups = list((course / "yours" / "backup").glob("05_ring_all_reduce-*.ipynb"))
+    assert [b.read_text() for b in backups] == ["my work"]

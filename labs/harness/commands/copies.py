@@ -4,8 +4,9 @@
 (git ignores that folder) and opens your copy: run and edit it freely; notebooks/NN_*.ipynb
 keep showing the reference results. `make reset LESSON=05` gives you a fresh copy of
 lesson 05; the old one is kept in notebooks/yours/backup/. Close the lesson's tab in
-JupyterLab first: an open tab saves its own content over the fresh copy (reset refuses
-while a running Jupyter server has the notebook open).
+JupyterLab first: an open tab saves its own content over the fresh copy, so reset refuses
+while one is open (and says how to close it); a kernel left running after its tab was
+closed is shut down for you (see jupyter_open.py).
 
     python -m labs.harness.commands.copies            # copy the lessons you do not have yet
     python -m labs.harness.commands.copies --reset 05 # a fresh copy of lesson 05 (old one backed up)
@@ -13,16 +14,12 @@ while a running Jupyter server has the notebook open).
 from __future__ import annotations
 
 import argparse
-import glob
-import json
-import os
 import shutil
 import time
-import urllib.parse
-import urllib.request
 from pathlib import Path
 
 from labs.harness import COURSE_ROOT
+from labs.harness.commands import jupyter_open
 
 NOTEBOOKS = COURSE_ROOT / "notebooks"
 YOURS = NOTEBOOKS / "yours"
@@ -44,52 +41,6 @@ def copy_missing() -> list[Path]:
     return copied
 
 
-def _runtime_dir() -> str:
-    try:
-        from jupyter_core.paths import jupyter_runtime_dir
-        return jupyter_runtime_dir()
-    except ImportError:
-        return os.path.expanduser("~/.local/share/jupyter/runtime")
-
-
-def _alive(pid) -> bool:
-    try:
-        os.kill(int(pid), 0)
-        return True
-    except (OSError, ValueError, TypeError):
-        return False
-
-
-def open_in_jupyter(notebook: Path, runtime_dir: str | None = None) -> str | None:
-    """The URL of a running Jupyter server that has `notebook` open (a session: an open
-    tab), or None. Servers are found from their files in Jupyter's runtime directory
-    (jpserver-*.json) and asked through their REST API (/api/sessions)."""
-    target = notebook.resolve()
-    for info_file in sorted(glob.glob(os.path.join(runtime_dir or _runtime_dir(),
-                                                   "jpserver-*.json"))):
-        try:
-            with open(info_file) as f:
-                info = json.load(f)
-        except (OSError, ValueError):
-            continue
-        if not _alive(info.get("pid")) or "url" not in info:
-            continue
-        url = info["url"].rstrip("/") + "/api/sessions"
-        if info.get("token"):
-            url += "?" + urllib.parse.urlencode({"token": info["token"]})
-        try:
-            with urllib.request.urlopen(url, timeout=5) as answer:
-                sessions = json.load(answer)
-        except (OSError, ValueError):
-            continue                # a server that does not answer cannot save either
-        root = Path(info.get("root_dir") or info.get("notebook_dir") or ".")
-        for session in sessions:
-            path = session.get("path") or session.get("notebook", {}).get("path", "")
-            if path and (root / path).resolve() == target:
-                return info["url"]
-    return None
-
-
 def _lesson(number: str) -> Path:
     numbers = ", ".join(p.name[:2] for p in lessons())
     if not str(number).strip().isdigit():
@@ -101,18 +52,44 @@ def _lesson(number: str) -> Path:
     return found[0]
 
 
+def refusal(rel: str, number: str, holder: jupyter_open.Holder) -> str:
+    """What to do when the lesson is open in a JupyterLab tab: one way out, step by step."""
+    name = Path(rel).name
+    kernel = (" Its kernel is still running: the reset shuts it down for you once the tab "
+              "is closed." if holder.kernel_running else " Its kernel is already shut down.")
+    return (
+        f"{rel} is open in a JupyterLab tab ({holder.url}).{kernel} A reset now would leave "
+        f"that tab holding your old copy, and its next save would put it back over the "
+        f"fresh one.\n"
+        f"  1. In JupyterLab, close the tab {name} (the x on the tab). If JupyterLab asks "
+        f"\"Save your work\", click Save: your latest edits go to the backup too.\n"
+        f"  2. Run `make reset LESSON={number}` again.\n"
+        f"(No JupyterLab page open in your browser? Open it (`make lab`): it shows the tab "
+        f"again; close it there.)")
+
+
+def free(mine: Path, number: str) -> None:
+    """Make sure no Jupyter server holds the learner's copy: a kernel without a tab is shut
+    down (and said so); an open tab is refused with the way out (SystemExit)."""
+    rel = mine.relative_to(NOTEBOOKS.parent).as_posix()
+    found = jupyter_open.holders(mine)
+    for holder in found:
+        if holder.tab_open:
+            raise SystemExit(refusal(rel, number, holder))
+    for holder in found:
+        jupyter_open.shut_down(holder)
+        print(f"JupyterLab's kernel for {rel} was still running (its tab is closed): "
+              f"shut it down ({holder.url})")
+
+
 def reset(number: str) -> Path:
     """A fresh copy of lesson `number`; your old copy goes to yours/backup/ (nothing lost).
-    Refused while the copy is open in JupyterLab: the tab's next save would undo it."""
+    Refused while the copy is open in a JupyterLab tab: the tab's next save would undo it.
+    A kernel still running for it with no tab open is shut down first."""
     lesson = _lesson(number)
     mine = YOURS / lesson.name
-    server = open_in_jupyter(mine) if mine.exists() else None
-    if server:
-        raise SystemExit(
-            f"{mine.relative_to(NOTEBOOKS.parent)} is open in JupyterLab ({server}): its next "
-            f"save would overwrite a fresh copy. Close its tab first (File > Close and Shut "
-            f"Down Notebook), then run `make reset LESSON={number}` again.")
     if mine.exists():
+        free(mine, number)
         backup = YOURS / "backup" / f"{mine.stem}-{time.strftime('%Y%m%d-%H%M%S')}.ipynb"
         backup.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(mine, backup)
