@@ -8,7 +8,8 @@ From Python (the notebook of lesson 12, the tests):
 
     from labs.doctor import Job, examine
     report = examine(Job("labs/scripts/doctor/head_to_head.py", torchrun_args=["--nproc-per-node=2"]))
-    print(report.text(timings=False)); report.status    # 0 clean, 1 problems, 2 could not run
+    print(report.text(timings=False)); report.status    # 0 checked and clean, 1 problems,
+                                                         # 2 could not run / nothing checked
 
 One job per module:
 
@@ -23,11 +24,13 @@ One job per module:
     failures     send/recv to self, failed calls, a group that outlives its destroy, the
                  script's own errors
     portability  NCCL rules (modelled): any source, tags, first batch, large batch, Works
+    communicators  NCCL's per-pair communicators, created lazily without device_id (modelled)
     streams      NCCL's stream model for ungrouped exchanges (modelled)
     doctor       all of the above into a Report
-    report       the Report and its text
+    report       the Report and its text (problems count; notes do not)
     timeline     the run's per-rank timeline, problems marked, as a PNG
-    __main__     the command line
+    trace        the run as Chrome trace events (--trace FILE.json: Perfetto, chrome://tracing)
+    __main__     the command line (argparse)
 """
 from __future__ import annotations
 

@@ -42,8 +42,9 @@ def _lazy(lazy: list, hung: list) -> list:
     for f in lazy:
         same = [d for d in hung if set(d.ranks) <= set(f.ranks)]
         for d in same:
-            d.nccl, d.source = (f"the same hang on NCCL, and at any size: "
-                                f"{f.nccl.split('. ', 1)[1]}", f.source)
+            if d.nccl == diagnose.NCCL_DEADLOCK:    # not "may pass for small messages"
+                d.nccl, d.source = (f"the same hang on NCCL, and at any size: "
+                                    f"{f.nccl.split('. ', 1)[1]}", f.source)
         if not same:
             out.append(f)
     return out
@@ -128,10 +129,17 @@ def _checked(runs) -> bool:
 
 
 def _streams_note(runs) -> list[str]:
+    """What the NCCL model cannot decide for this script: said as "not modelled"."""
+    out = []
     used = sorted({c.stream for run in runs.values() for c in run.calls
                    if c.stream not in ("", "default")})
-    if not used:
-        return []
-    return [f"CUDA streams used for communication ({', '.join(used)}): on NCCL a wait() "
-            f"orders the current stream, not the host; what that orders across streams is "
-            f"not modelled"]
+    if used:
+        out.append(f"not modelled: CUDA streams used for communication ({', '.join(used)}): "
+                   f"on NCCL a wait() orders the current stream, not the host; what that "
+                   f"orders across streams is not checked")
+    if any(run.groups for run in runs.values()):
+        out.append("not modelled: the script made other process groups (new_group): NCCL's "
+                   "communicators per group; the NCCL rules treat every call as one group's")
+    if len({run.device_id for run in runs.values()}) > 1:
+        out.append("not modelled: device_id given on some ranks only")
+    return out

@@ -9,7 +9,8 @@ from labs.doctor.holders import advice
 
 NCCL_SELF = ("NCCL allows send/recv to self only as a matched pair inside one batch (one "
              "group); a lone one is ncclInvalidUsage and the call raises")
-NCCL_SELF_SOURCE = "NCCL's p2p scheduling code ('Trying to recv to self without a matching send')"
+NCCL_SELF_SOURCE = ("NVIDIA/nccl src/enqueue.cc, scheduleP2pTasksToPlan ('Trying to recv to "
+                    "self without a matching send'); torch checks ncclGroupEnd's result")
 SELF_TEXT = "should not be the same as the rank"
 
 

@@ -141,7 +141,8 @@ class Report:
             return (NOTHING if self.checked is False else
                     "the script itself could not run (see above): nothing to diagnose") + said
         if not self.problems:
-            return CLEAN + said
+            unknown = any(n.startswith("not modelled") for n in self.notes)
+            return CLEAN + (" for what is modelled (see above)" if unknown else "") + said
         gloo = sum(not f.nccl_only for f in self.problems)
         n = len(self.problems)
         return (f"{n} problem{'s' if n > 1 else ''}: "

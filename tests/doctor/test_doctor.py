@@ -289,7 +289,12 @@ def test_a_group_that_outlives_destroy_process_group_is_named():
     f = finding(pinned, "group_outlives_destroy", {0, 1}, f"{script}:{line}")
     assert "the group's 2 gloo worker threads still run" in f.gloo and "11_your_own" in f.lesson
     assert "default arguments of 10 functions of torch.distributed.nn.functional" in f.gloo
-    assert f"leave_after_ddp.py:{line}: warning [group_outlives_destroy]" in pinned.text()
+    # a problem only where a rank did abort at shutdown in this run; else a note (exit 0)
+    aborted = "did abort at shutdown in this run" in f.gloo
+    level = "warning" if aborted else "note"
+    assert f"leave_after_ddp.py:{line}: {level} [group_outlives_destroy]" in pinned.text()
+    assert f.note is not aborted
+    assert pinned.status == (1 if aborted else 0 if pinned.outcome.returncode == 0 else 2)
     assert "import torch.distributed.nn before init_process_group" in f.gloo
     first = examine(Job(str(script), ["--import-first"], ["--nproc-per-node=2"],
                         deadline_s=DEADLINE))

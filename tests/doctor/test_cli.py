@@ -1,0 +1,77 @@
+"""The doctor's command line: argparse's usage line and one sentence for a wrong option
+(exit 2, at once), one line for a script that does not compile, nothing written beside the
+user's files unless --out or --trace says where."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from labs.doctor.__main__ import split
+from labs.harness.commands.torchrun import ROOT
+
+SCRIPT = ROOT / "labs" / "scripts" / "doctor" / "nccl" / "works_loop.py"
+
+
+def cli(*argv, cwd=ROOT, timeout=20):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "labs.doctor", *argv], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--nproc-per-node", "0"], "at least 1 rank"),
+    (["--nproc-per-node=abc"], "'abc' is not a whole number of ranks"),
+    (["--nproc_per_node", "1.5"], "not a whole number"),
+    (["--deadline", "abc"], "'abc' is not a number of seconds"),
+    (["--deadline=0"], "more than 0 seconds"),
+    (["--hang-after", "-3"], "more than 0 seconds"),
+    (["--hang-after=-3"], "more than 0 seconds"),
+    (["--bogus-option"], "unrecognized arguments: --bogus-option"),
+])
+def test_a_wrong_option_gets_usage_and_one_sentence(argv, words):
+    done = cli(*argv, str(SCRIPT))
+    assert done.returncode == 2 and done.stdout == "", done
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("usage: python -m labs.doctor"), lines
+    assert words in lines[1] and "Traceback" not in done.stderr
+
+
+def test_no_script_is_a_usage_error():
+    done = cli("--nproc-per-node=2")
+    assert done.returncode == 2 and "required: SCRIPT.py" in done.stderr, done.stderr
+
+
+def test_both_spellings_and_forms_are_parsed():
+    own, torchrun, script, args = split(["--hang-after=2", "--deadline", "30",
+                                         "--nproc_per_node=3", "--standalone", "x.py",
+                                         "--deadline", "1"])
+    assert own["hang_after"] == 2.0 and own["deadline"] == 30.0
+    assert torchrun == ["--nproc-per-node", "3", "--standalone"]
+    assert script == "x.py" and args == ["--deadline", "1"]     # after SCRIPT: the script's
+
+
+def test_a_syntax_error_is_one_line_and_nothing_runs(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import torch\n\ndef f(:\n    pass\n")
+    done = cli("--nproc-per-node", "2", str(bad), cwd=tmp_path)
+    assert done.returncode == 2, done
+    assert done.stderr.strip() == f"{bad}:3: SyntaxError: invalid syntax", done.stderr
+    assert done.stdout == "" and "overhead" not in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.py"]
+
+
+def test_a_missing_script_is_one_line(tmp_path):
+    done = cli("--nproc-per-node", "2", str(tmp_path / "nope.py"))
+    assert done.returncode == 2 and done.stderr.strip().endswith("nope.py: no such file")
+
+
+@pytest.mark.slow
+def test_a_clean_run_writes_only_the_trace_it_was_asked_for(tmp_path):
+    done = cli("--trace", "run.json", "--nproc-per-node", "2", str(SCRIPT), cwd=tmp_path,
+               timeout=150)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no problems found on gloo; none predicted on NCCL" in done.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]

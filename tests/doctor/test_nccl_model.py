@@ -1,0 +1,115 @@
+"""The doctor's NCCL model where porting to GPUs hurts, on real torchrun jobs: each hazard
+script (labs/scripts/doctor/nccl/) is predicted at its line with the source of the rule, and
+its fixed twin gets a clean bill (exit 0). One doctor run per script, shared.
+"""
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from labs.doctor import CLEAN, Job, examine
+from labs.harness.commands.torchrun import ROOT
+
+pytestmark = pytest.mark.slow
+NCCL = ROOT / "labs" / "scripts" / "doctor" / "nccl"
+DEADLINE = 90.0
+
+
+def at(script, text: str) -> str:
+    lines = script.read_text().splitlines()
+    found = [n for n, line in enumerate(lines, 1) if text in line]
+    assert found, f"{text!r} is not in {script}"
+    return f"{script}:{found[0]}"
+
+
+@functools.cache
+def doctor(script, nproc: int):
+    report = examine(Job(str(script), [], [f"--nproc-per-node={nproc}"], deadline_s=DEADLINE))
+    assert not report.outcome.leftovers, report.outcome.leftovers
+    return report
+
+
+def only(report, kind):
+    found = report.by_kind(kind)
+    assert found, f"no {kind}:\n{report.text()}"
+    return found
+
+
+# hazard, ranks, kind, the line it names, words of its NCCL text, words of its source
+HAZARDS = [
+    ("works_unpacked.py", 2, "one_work_per_batch", "send_req, recv_req = exchange()",
+     "unpacking it into 2 names raises ValueError", "distributed_c10d.py batch_isend_irecv"),
+    ("works_unpacked.py", 2, "one_work_per_batch", "works[1].wait()",
+     "works[1] raises IndexError", "_coalescing_manager"),
+    ("works_unpacked.py", 2, "one_work_per_batch", "range(len(works))",
+     "len() of the list is 1 there", "cm.works"),
+    ("ring_isend_first.py", 3, "lazy_communicators", "req = dist.isend(mine, right)",
+     "a hang at any message size", "ProcessGroupNCCL.cpp, pointToPoint"),
+    ("ring_isend_first.py", 4, "lazy_communicators", "req = dist.isend(mine, right)",
+     "2-rank communicator for each pair", "getKeySendRecv"),
+    ("tags_out_of_order.py", 2, "tags_ignored_on_nccl", "tag=2)",
+     "NCCL ignores tags and pairs in order", "tag"),
+]
+
+
+@pytest.mark.parametrize("script, nproc, kind, line, words, source", HAZARDS)
+def test_each_nccl_hazard_is_predicted_with_its_source(script, nproc, kind, line, words, source):
+    report = doctor(NCCL / script, nproc)
+    where = at(NCCL / script, line)
+    hits = [f for f in only(report, kind) if where in {w for _, w in f.where}]
+    assert hits, f"{kind} not at {where}:\n{report.text()}"
+    f = hits[0]
+    assert f.nccl_only and words in f.nccl and source in f.source, report.text()
+    assert report.status == 1 and f"{kind}]" in report.text()
+    assert "none predicted" not in report.text()
+
+
+def test_the_tag_hazard_is_not_a_stream_hazard():
+    """NCCL pairs by order: rank 1 sends nothing, so no two ranks wait on sends."""
+    report = doctor(NCCL / "tags_out_of_order.py", 2)
+    assert report.kinds() == {"tags_ignored_on_nccl"}, report.text()
+
+
+def test_a_ring_of_isends_at_two_ranks_meets_its_pair():
+    """Two ranks' first calls share one pair's communicator: no creation cycle (the stream
+    model's head-to-head warning is another rule)."""
+    report = doctor(NCCL / "ring_isend_first.py", 2)
+    assert "lazy_communicators" not in report.kinds(), report.text()
+
+
+FIXED = [("works_loop.py", 2), ("ring_batched.py", 3), ("ring_batched.py", 4),
+         ("tags_in_order.py", 2)]
+
+
+@pytest.mark.parametrize("script, nproc", FIXED)
+def test_each_fixed_twin_gets_a_clean_bill(script, nproc):
+    report = doctor(NCCL / script, nproc)
+    assert report.status == 0 and not report.problems, report.text()
+    assert CLEAN in report.text()
+
+
+def test_a_module_level_ops_list_is_a_note_not_a_problem():
+    """PyTorch's docstring keeps the P2POps at module level: the group outlives
+    destroy_process_group(), which this run did not see abort: said, exit 0."""
+    report = doctor(NCCL / "ring_batched.py", 3)
+    notes = report.by_kind("group_outlives_destroy")
+    if notes:
+        assert all(f.note for f in notes) and ": note [group_outlives_destroy]" in report.text()
+        assert "gloo, observed" not in report.text()
+    assert report.status == 0
+
+
+def test_the_lesson_12_exercise_is_told_of_its_cycle():
+    script = ROOT / "labs" / "scripts" / "halo_exchange.py"
+    report = doctor(script, 3)
+    lazy = report.by_kind("lazy_communicators")
+    assert lazy and set(lazy[0].ranks) == {0, 1, 2}, report.text()
+    assert at(script, "dist.isend(u[:1], left)") in {w for _, w in lazy[0].where}
+    assert "a hang at any message size" in lazy[0].nccl
+
+
+def test_no_process_group_is_nothing_to_check():
+    report = doctor(NCCL / "no_group.py", 2)
+    assert report.status == 2 and report.findings == [], report.text()
+    assert report.text().endswith("no process group was created: nothing to check")
