@@ -84,7 +84,7 @@ def _grader_world_size(item):
 
 
 def pytest_collection_modifyitems(config, items):
-    _mark_graders_beyond_the_fast_world_sizes(items)
+    _mark_what_only_test_all_runs(items)
     drop = _other_world_sizes(config, items) + _outside_the_lane(config, items)
     dropped = set(map(id, drop))
     drop += _learner_runs_the_browser_makes([i for i in items if id(i) not in dropped])
@@ -94,9 +94,10 @@ def pytest_collection_modifyitems(config, items):
         items[:] = [item for item in items if id(item) not in dropped]
 
 
-def _mark_graders_beyond_the_fast_world_sizes(items):
-    """Each grader at its fast world sizes is in `make test`; at the others, in test-all.
-    So is every browser test but the notebook run in JupyterLab (BROWSER_IN_MAKE_TEST)."""
+def _mark_what_only_test_all_runs(items):
+    """Marks all_lane each grader in tests/graders/ at a world size other than its fast ones
+    (the smallest and 5), and every test under tests/browser/ but test_notebook_in_jupyterlab,
+    which make test runs on BROWSER_IN_MAKE_TEST alone (pytest_configure)."""
     fast = _world_sizes_kept("fast", items)
     for item in items:
         graded = _grader_world_size(item)
