@@ -43,7 +43,8 @@ from labs.harness.grading.compare import (Method, differences, moved_before_refu
 from labs.harness.grading.methods import METHODS
 from labs.harness.grading.order import order_problems
 from labs.harness.grading.private import private_names
-from labs.harness.grading.record import forbidding, install, outstanding, record
+from labs.harness.grading.peers import refuse_non_ranks
+from labs.harness.grading.record import forbidding, install, listen, outstanding, record
 from labs.harness.grading.run import GradeFailure
 from labs.harness.grading.sums import pieces, probe_args, shuffled_problems, sums_problems
 from labs.harness.grading.state import (_parameters, copy_args, grads_problems,
@@ -121,7 +122,8 @@ class GradedBody(CalledAgain):
         self._raise_if(self._private)
         DIGESTS.append(self.method.contents or self.method.relays)   # hash each send, if compared
         try:
-            return self._graded(args, kwargs)
+            with listen(refuse_non_ranks):      # a peer -1 or p: said at once, not a hang
+                return self._graded(args, kwargs)
         finally:
             DIGESTS.pop()
 

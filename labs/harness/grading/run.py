@@ -89,7 +89,8 @@ def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
         if checked:     # a check inside the worker failed: its message says it all
             rank = min(checked)
             whole = exc.messages.get(rank) or checked[rank].removeprefix("GradeFailure: ")
-            who = "" if whole.startswith(f"rank {rank} ") else f"rank {rank}: "
+            who = "" if whole.startswith(f"rank {rank} ") or _LOCATED.match(whole) \
+                else f"rank {rank}: "
             case = _case(exc, rank).removeprefix(", ")
             problems = [who + line + (f" [{case}]" if case else "")
                         for line in whole.splitlines() if line.strip()]
@@ -166,6 +167,7 @@ def _cause(cause: str) -> str:
 
 
 _RANK = re.compile(r"\brank (\d+)\b")
+_LOCATED = re.compile(r"^[\w./-]+\.py:\d+: ")      # "labs/ring.py:190: ...": located already
 _PARENS = re.compile(r"\([^()]*(?:\([^()]*\)[^()]*)*\)")
 
 

@@ -132,6 +132,7 @@ def _hang_error(outcome, timeout, pg_timeout, gloo_timeouts) -> HangError:
            f"an operation, moved data or computed (a rank blocked outside torch.distributed, "
            f"sleeping or waiting for input, while the others wait for it?)"
            if outcome.hang == Hang.QUIET else
+           outcome.no_peer if outcome.hang == Hang.NO_PEER else
            f"no result after the launch timeout ({outcome.waited or timeout:g} s)"
            # only the cap is past the timeout; (a + t) - a may exceed t by a rounding error
            + (", though the ranks kept computing or moving data (a loop that never ends?)"

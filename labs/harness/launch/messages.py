@@ -33,6 +33,7 @@ class Hang(Words):
     DEADLINE = "deadline"   # every rank joined, fn gave no result within the launch timeout
     STUCK = "stuck"         # every rank still running sat waiting, nothing completed (stuck_after)
     QUIET = "quiet"         # no sign of progress anywhere for the launch timeout (stuck_after)
+    NO_PEER = "no peer"     # a rank waits on a peer that is not a rank of the group (stuck_after)
 
 
 @dataclass

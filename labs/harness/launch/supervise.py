@@ -20,6 +20,7 @@ from labs.harness.launch.errors import Interrupted
 from labs.harness.launch.messages import (Failed, Hang, Joined, Phase, RankStatus, Release,
                                           Returned, StatusReply, StatusRequest)
 from labs.harness.launch.output import read_outputs
+from labs.harness.ranks.tracing import RECEIVES, SENDS
 from labs.harness.launch.rendezvous import open_store
 from labs.harness.launch.spec import (BUSY_CPU_SECONDS, DEATH_REAP, GRACE, JOIN_TIMEOUT,
                                       KILL_REAP, PROGRESS_CAP, RELEASE_WAIT, STATUS_WAIT,
@@ -39,6 +40,7 @@ class Attempt:
     events: dict = field(default_factory=dict)      # rank -> its trace
     hang: Hang | None = None     # which deadline a hung attempt missed
     stuck_for: float = 0.0       # Hang.STUCK: how long every rank sat waiting, nothing moving
+    no_peer: str = ""            # Hang.NO_PEER: "rank 0 waits in recv from rank -1 ..."
     waited: float = 0.0          # the other hangs: the seconds of the deadline that passed
     stopped_at: float | None = None     # perf_counter when the ranks still running were stopped
     outputs: dict = field(default_factory=dict)     # rank -> what it printed
@@ -175,7 +177,12 @@ class _Supervisor:
         """Poll the ranks for `watch`; True (and the outcome says so) once they are stuck."""
         moved = {r: bytes_moved(self.procs[r].pid) for r in self.pending}
         cpu = {r: cpu_seconds(self.procs[r].pid) for r in self.pending}
-        stuck_for = watch.seen(self._poll_statuses(), self.pending, now, moved, cpu)
+        statuses = self._poll_statuses()
+        no_peer = not_a_rank(statuses, len(self.procs))
+        if no_peer:        # it can never complete: no need to watch it sit
+            self.outcome.hang, self.outcome.no_peer = Hang.NO_PEER, no_peer
+            return True
+        stuck_for = watch.seen(statuses, self.pending, now, moved, cpu)
         if stuck_for is not None:
             self.outcome.hang, self.outcome.stuck_for = Hang.STUCK, stuck_for
         return stuck_for is not None
@@ -282,6 +289,20 @@ class _StuckWatch:
             self.progressed = now
             self.marks = {r: (signs.get(r, marks.get(r, (None,))[0]), moved.get(r, 0),
                               cpu.get(r, 0.0)) for r in running}
+
+
+def not_a_rank(statuses: dict, world_size: int) -> str:
+    """'rank 0 waits in recv from rank -1: ...' if a rank sits in (or has posted) a send or
+    receive whose peer is not a rank of the group (gloo waits for it until its timeout)."""
+    for rank, status in sorted(statuses.items()):
+        for event in [status.blocked_in, *status.outstanding]:
+            if event is None or event.peer is None or event.op not in SENDS | RECEIVES \
+                    or 0 <= event.peer < world_size:
+                continue
+            way = "send to" if event.op in SENDS else "recv from"
+            return (f"rank {rank} waits in {way} rank {event.peer}: not a rank of this group "
+                    f"(0..{world_size - 1}): compute the peer with % {world_size}")
+    return ""
 
 
 def bytes_moved(pid) -> int:
