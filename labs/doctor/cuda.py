@@ -108,7 +108,9 @@ class OnTheCpu(TorchFunctionMode):
         except (RuntimeError, NotImplementedError, AssertionError) as error:
             if isinstance(error, NotMapped) or not any(w in str(error) for w in GPU_ERRORS):
                 raise
-            raise NotMapped(_name(func), str(error).splitlines()[0][:160]) from error
+            why = "an op with no CPU kernel, e.g. a custom CUDA kernel" \
+                if "'CPU' backend" in str(error) else str(error).splitlines()[0][:120]
+            raise NotMapped(_name(func), why) from error
 
 
 def _name(func) -> str:

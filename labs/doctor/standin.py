@@ -27,10 +27,10 @@ class NotMapped(RuntimeError):
     """A CUDA call the doctor cannot run on the CPU: the run stops here (exit 2)."""
 
     def __init__(self, call: str, why: str = "it needs a GPU"):
+        # where: the script's line (the report shows it beside the message)
         self.call, self.where = call, callers.caller()[0]
-        at = f" at {self.where}" if self.where else ""
-        super().__init__(f"{call}{at} cannot run on the CPU ({why}): the doctor maps CUDA "
-                         f"onto the CPU and NCCL onto gloo, not this call")
+        super().__init__(f"{call} cannot run on the CPU ({why}); the doctor maps CUDA onto "
+                         f"the CPU and NCCL onto gloo, not this")
 
 
 # Names that are CUDA itself, not a device to map: the run stops at them.
