@@ -120,8 +120,7 @@ def decoded(tensors, world_size, starts=()) -> tuple[tuple, int, int, int]:
     sum); its descents: how often an element is smaller than the one before it (zeros, the
     padding, left out; a message cut from the tensor keeps its order: none); how many
     of its elements add up no rank (a partial sum divided by the world size still does);
-    and its pieces: how many of a model's gradients (`starts`) its elements come from (a
-    sum of k ranks at position j holds k * j * 2**p beyond its ranks: j is found again)."""
+    and its pieces: how many of a model's gradients (`starts`) its elements come from."""
     with torch._C.DisableTorchFunctionSubclass():
         parts = [t.detach().reshape(-1).to(torch.float64) for t in _tensors(tensors) if t.numel()]
         if not parts:
@@ -132,17 +131,29 @@ def decoded(tensors, world_size, starts=()) -> tuple[tuple, int, int, int]:
         noted = torch.where(sums == 0, flat, sums)
         values = smallest_distinct(noted, KEPT_VALUES + 1)
         descents, encoded = int((flat[1:] < flat[:-1]).sum()), int((sums == 0).sum())
-        count = 1
-        whole = (sums > 0) & (sums == sums.round())
-        if starts and bool(whole.any()):
-            ranks = sums[whole].long()
-            k = sum((ranks >> b) & 1 for b in range(world_size))
-            where = torch.div((flat[whole] - sums[whole]) / 2 ** world_size, k,
-                              rounding_mode="floor")
-            count = int((torch.bincount(torch.searchsorted(
-                torch.tensor(starts, dtype=torch.float64), where, right=True)) > 0).sum())
+        count = _pieces(flat, starts) if starts else 1
     kept = tuple(values[:KEPT_VALUES]) + ((None,) if len(values) > KEPT_VALUES else ())
     return kept, descents, encoded, count
+
+
+def _pieces(flat, starts) -> int:
+    """How many of a model's gradients (`starts`: where each one's positions begin) a
+    message's elements come from, whatever positive scale the body gave its values (a mean
+    may divide by the world size before the ring, in any dtype). An element at position j
+    that adds up k ranks (their sum m < 2**p) holds c * (m + k * j * 2**p) for the body's
+    scale c (1 where it sends the sums as they are): the elements of one message, which
+    add up the same ranks, lie one step c * k * 2**p apart per position, and as
+    0 < m < k * 2**p, j = floor(value / step). The step is the median distance between
+    neighbours (most neighbours are next to each other in one gradient); scale, rounding
+    and the ranks' sum drop out, where decoding each value on its own needs it exact."""
+    flat = flat[torch.isfinite(flat)]
+    apart = (flat[1:] - flat[:-1]).abs()
+    apart = apart[apart > 0]
+    if not apart.numel():
+        return 1
+    where = torch.floor(flat / apart.median())
+    at = torch.searchsorted(torch.tensor(starts, dtype=torch.float64), where, right=True)
+    return int(at.unique().numel())
 
 
 def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
