@@ -4,19 +4,17 @@
   tree_reduce / star_reduce          the broadcast's tree backwards; lesson 07's star for a reduce
   recursive_doubling_all_reduce(t)   EXERCISE 2: log2 p exchanges of the whole tensor
   halving_doubling_all_reduce(t)     EXERCISE 3: halving reduce-scatter + doubling all-gather
-  best_all_reduce(t)                 runs the algorithm the model fitted here predicts fastest
+  best_all_reduce(t)                 the duel's winner (model's pick vs gloo), saved per size class
 
 World sizes that are not a power of two: `fold_in` adds each extra rank's tensor into a
 partner among the first 2^k ranks, `fold_out` sends it the result. The engine behind
-best_all_reduce (plans, their executor, the model that prices them) is labs/plans.py;
-here it is fitted (`calibrate`) and raced against gloo's own all_reduce (`duel`).
+best_all_reduce (plans, their executor, the model that prices them) is labs/plans.py; the
+duel with gloo's own all_reduce and the file that keeps its verdicts, labs/choices.py
+(`calibrate` here measures again).
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
-import statistics
-import time
 
 import torch
 import torch.distributed as dist
@@ -27,8 +25,9 @@ from labs.harness.commands import cli
 from labs.harness.ranks import measure, tracing
 from labs.harness.ranks.data import seeded
 from labs.harness.ranks.exercises import exercise, todo
+from labs import choices
 from labs.plans import (ALGORITHMS, CLOSE_CALL, LIBRARY, Model, Step,  # noqa: F401
-                        choose, choose_plan, flat_view, plan, plan_seconds,
+                        choose_plan, flat_view, plan, plan_seconds,
                         power_of_two_below, predict, run_algorithm, run_plan, scratch,
                         steps_of)
 
@@ -157,92 +156,33 @@ def star_reduce(tensor, dst):
     return tensor if parts is None else tensor.copy_(torch.stack(parts).sum(0))
 
 
-# ---- best_all_reduce: fit the model once per process group, then pick by prediction ----
-
-CALIBRATION_SIZES = [1 << k for k in range(10, 25, 2)]     # 1 KiB .. 16 MiB, as lesson 05
-_MODEL: dict = {}
-
-
-def set_model(model):
-    """best_all_reduce uses `model` (set the same on every rank); None keeps the current."""
-    if model is not None:
-        _MODEL["model"] = model
-
-
-def calibrate(sizes=CALIBRATION_SIZES, reps=5):
-    """Fit the Model here; a collective: every rank calls it and gets rank 0's fit.
-    alpha, beta: lesson 05's ping-pong and fit, per size the faster of two runs (a burst of
-    load hits one, rarely both); gamma: the fastest of 5 additions of 16 MiB tensors (load
-    only ever makes one slower)."""
-    rank, p = dist.get_rank(), dist.get_world_size()
-    kept, tracing.TRACER.events = tracing.TRACER.events, []   # ping_pong clears the trace
-    try:
-        runs = [measure.ping_pong(rank, p, sizes, reps) for _ in range(2)]
-    finally:
-        tracing.TRACER.events = kept
-    a, b, adds = torch.zeros(4 << 20), torch.ones(4 << 20), []
-    for _ in range(6):
-        t0 = time.perf_counter()
-        a.add_(b)
-        adds.append(time.perf_counter() - t0)
-    gamma = min(adds[1:]) / a.nbytes    # the first add pays the page faults; load only adds
-    fit = measure.fit_alpha_beta(sizes, [min(r[n] for r in runs) for n in sizes]) \
-        if rank == 0 else (0.0, 0.0)
-    fitted = torch.tensor([*fit, gamma], dtype=torch.float64)
-    dist.broadcast(fitted[:2], 0)
-    dist.all_reduce(fitted[2:], op=dist.ReduceOp.MAX)
-    kept, tracing.TRACER.events = tracing.TRACER.events, []
-    try:
-        set_model(duel(Model(*fitted.tolist()), sizes))
-    finally:
-        tracing.TRACER.events = kept
-    return _MODEL["model"]
-
-
-# A close duel goes to the library: a few repetitions carry noise, and the library is the
-# bar. The model's pick is used only where it was clearly faster: its median DUEL_MARGIN
-# below gloo's, and faster in at least DUEL_WINS of DUEL_REPS interleaved pairs (the two
-# calls of a pair run back to back, so a burst of load slows both of them, or one pair).
-DUEL_MARGIN = 0.10
-DUEL_REPS = 9
-DUEL_WINS = 7
-
-
-def clearly_faster(pick, library):
-    """Whether the pick's times beat the library's, pair by pair (the same repetition)."""
-    wins = sum(p < g for p, g in zip(pick, library))
-    return (wins * DUEL_REPS >= DUEL_WINS * len(pick)
-            and statistics.median(pick) <= (1 - DUEL_MARGIN) * statistics.median(library))
-
-
-def duel(model, sizes=CALIBRATION_SIZES, reps=DUEL_REPS):
-    """`model` with the duel's result: at every size, gloo's own all_reduce against the
-    plan `choose_plan` picks, interleaved on these ranks (the slowest rank's time, the same
-    on every rank). Unless the pick was `clearly_faster`, best_all_reduce calls gloo there:
-    a model can be wrong, a measurement on this machine less so."""
-    p, dueled, library = dist.get_world_size(), [], []
-    for nbytes in sizes:
-        work = torch.zeros(max(1, nbytes // 4))     # zeros: the sums stay zeros
-        pick = choose_plan(p, work.nbytes, model)
-        times = measure.time_on_ranks({
-            LIBRARY: functools.partial(dist.all_reduce, work),
-            pick: functools.partial(run_algorithm, pick, work)}, reps)
-        dueled.append(work.nbytes)
-        if not clearly_faster(times[pick], times[LIBRARY]):
-            library.append(work.nbytes)
-    return dataclasses.replace(model, ranks=p, dueled=tuple(dueled), library=tuple(library))
-
+# ---- best_all_reduce: the duel's verdict per size class, measured once and saved --------
 
 def best_all_reduce(tensor):
     """SUM over the default group in place, like `dist.all_reduce`; returns `tensor`. Any
-    shape, numel, dtype, world size. Runs what `choose` picks under this machine's model
-    (`calibrate` on the first call, or `set_model`), the same on all ranks: the plan the
-    model predicts fastest, or gloo's own all_reduce where the duel measured it faster."""
-    flat_view(tensor)                   # refuses a non-contiguous tensor, on any world size
-    if dist.get_world_size() == 1:
+    shape, numel, dtype, world size; a non-contiguous tensor through a contiguous copy
+    written back. Runs what labs.choices decided for this world size and size class: the
+    model's pick where a duel measured it clearly faster than gloo's own all_reduce, else
+    gloo's. Decided once per machine (saved in .p2p-cache/best_all_reduce.json), the same
+    on every rank; the first call at a new size class reads the file or runs the duel."""
+    p = dist.get_world_size()
+    if p == 1 or tensor.numel() == 0:       # every rank has the same numel: all return
         return tensor
-    model = _MODEL.get("model") or calibrate()
-    return run_algorithm(choose(dist.get_world_size(), tensor.nbytes, model), tensor)
+    if not tensor.is_contiguous():
+        tensor.copy_(best_all_reduce(tensor.contiguous()))
+        return tensor
+    return run_algorithm(choices.decided(p, tensor.numel() * tensor.element_size()), tensor)
+
+
+def calibrate(sizes=choices.CLASSES):
+    """Measure again, on these ranks, now: the model and the duel at every size class of
+    `sizes`, saved over what the file held. A collective. {class: labs.choices.Verdict}."""
+    return choices.calibrate(sizes)
+
+
+def fit(sizes=choices.CLASSES, reps=5):
+    """The alpha-beta-gamma Model fitted on these ranks (a collective; rank 0's fit)."""
+    return choices.fit(sizes, reps)
 
 
 # ---- Worker functions for notebook 10 and `python -m labs.bench algorithms` ------------
@@ -289,10 +229,11 @@ def run_calls(rank, world_size, names, numel):
     return out
 
 
-def compare(rank, world_size, names, cases, model=None, seed=0):
+def compare(rank, world_size, names, cases, runs=None, seed=0):
     """Each all-reduce in `names` vs dist.all_reduce: {(name, dtype, shape): (max |diff|,
-    allowed)}; allowed: 0 for int64, bfloat16's n * 2**-8 * sum|x| (lesson 05), else 1e-5."""
-    set_model(model)
+    allowed)}; allowed: 0 for int64, bfloat16's n * 2**-8 * sum|x| (lesson 05), else 1e-5.
+    `runs` ({nbytes: what best_all_reduce runs}): decided without measuring."""
+    choices.set_choices(world_size, runs or {})
     out = {}
     for dtype, shape in cases:
         data = seeded(rank, shape, dtype, seed)
@@ -311,27 +252,69 @@ def compare(rank, world_size, names, cases, model=None, seed=0):
     return out
 
 
-def time_calls(rank, world_size, names, sizes, reps=5, warmup=1, model=None):
+def time_calls(rank, world_size, names, sizes, reps=5, warmup=1):
     """Time each call at each size, interleaved on these workers (labs.harness.ranks.measure.time_on_ranks:
     every call after a barrier, on a fresh copy of seeded float32 data, the slowest rank's
-    time). Returns {nbytes: {name: [seconds per repetition]}}, the same on every rank."""
-    set_model(model)
+    time), in a new shuffled order every repetition (`shuffled`). Returns {nbytes: {name:
+    [seconds per repetition]}}, the same on every rank. best_all_reduce decides at every
+    size first (file or duel), outside the timings."""
     if "best" in names and world_size > 1:
-        best_all_reduce(torch.zeros(1))      # calibrates (if needed) outside the timings
+        decide_sizes(rank, world_size, sizes)
     g = torch.Generator().manual_seed(rank)
     results = {}
     for nbytes in sizes:
         data = torch.empty(max(1, nbytes // 4)).uniform_(-1, 1, generator=g)
         work = torch.empty_like(data)        # one buffer per size: no page faults in timings
         calls = {name: functools.partial(CALLS[name], work) for name in names}
-        results[nbytes] = measure.time_on_ranks(calls, reps, warmup,
-                                                setup=lambda name: work.copy_(data))
+        results[nbytes] = shuffled(calls, reps, warmup, setup=lambda name: work.copy_(data))
     return results
 
 
-def fit_model(rank, world_size, sizes=CALIBRATION_SIZES, reps=5):
-    """Worker: `calibrate` on these workers; returns the Model (the same on every rank)."""
-    return calibrate(sizes, reps)
+def shuffled(calls, reps, warmup, setup=None):
+    """measure.time_on_ranks, one repetition at a time, each in its own order (a seeded
+    shuffle: the same on every rank). A rotation keeps each call behind the same neighbour,
+    and a gloo collective right after the engine's point-to-point messages was measured
+    slower than right after another collective: a fixed order would charge one call for it."""
+    names, out = list(calls), {name: [] for name in calls}
+    order = torch.Generator().manual_seed(len(names))
+    for rep in range(warmup + reps):
+        perm = torch.randperm(len(names), generator=order).tolist()
+        got = measure.time_on_ranks({names[i]: calls[names[i]] for i in perm}, 1, 0, setup)
+        if rep >= warmup:
+            for name in names:
+                out[name] += got[name]
+    return out
+
+
+def gloo_duels(rank, world_size, nbytes, duels=5, pairs=9):
+    """gloo's all_reduce against itself, `duels` times `pairs` interleaved pairs on these
+    workers: [{name: [seconds]}] per duel (notebook 10: what a short duel makes of noise)."""
+    names = ["all_reduce", "all_reduce again"]
+    return [time_calls(rank, world_size, names, [nbytes], pairs, 1)[nbytes]
+            for _ in range(duels)]
+
+
+def fit_model(rank, world_size, sizes=choices.CLASSES, reps=5):
+    """Worker: `fit` on these workers; returns the Model (the same on every rank)."""
+    return fit(sizes, reps)
+
+
+def calibrate_here(rank, world_size, sizes=choices.CLASSES):
+    """Worker: `calibrate` on these workers; {class: Verdict}, the same on every rank."""
+    return calibrate(sizes)
+
+
+def decide_sizes(rank, world_size, sizes):
+    """Worker: best_all_reduce once at each size (outside any timing), so that its choices
+    are made (read from the file or measured now). [(nbytes, what runs, source)], where
+    source says whether the file had it ('saved') or the duel ran now ('measured')."""
+    out = []
+    for nbytes in sizes:
+        del choices.LOG[:]
+        best_all_reduce(work := torch.zeros(max(1, nbytes // 4)))
+        source = choices.LOG[0][2] if choices.LOG else "this process"
+        out.append((nbytes, choices.decided(world_size, work.nbytes), source))
+    return out
 
 
 def demo(rank, world_size):

@@ -1,17 +1,17 @@
 """`python -m labs.bench algorithms`: lesson 10's all-reduces and best_all_reduce vs gloo's.
 
 Options: --world-sizes 2,4  --sizes 4K,...,16M  --names ring,doubling,halving-doubling,best
---reps 15  --warmup 2  --out bench-results/algorithms.png. Gloo's all_reduce runs twice
-per repetition ("all_reduce again"): the ratio of a call to itself is the run's noise floor.
+--reps 15  --warmup 2  --out bench-results/algorithms.png  --cache FILE  --calibrate.
+Gloo's all_reduce runs twice per repetition ("all_reduce again"): the ratio of a call to
+itself is the run's noise floor. best_all_reduce uses the choices saved in its file (the
+learner's .p2p-cache/best_all_reduce.json unless --cache), measuring the ones missing.
 """
 from __future__ import annotations
 
-import statistics
-
-from labs import algorithms
+from labs import algorithms, choices
 from labs.bench.results import figure_per_world_size, save
+from labs.choices import bounds, lower_quartile
 from labs.harness.launch.launcher import launch
-from labs.harness.notebook.timing import compare
 from labs.harness.ranks.measure import format_size, parse_size
 
 SIZES = "4K,16K,64K,256K,1M,4M,16M"
@@ -19,21 +19,23 @@ NAMES = "ring,doubling,halving-doubling,best"
 AGAIN = "all_reduce again"
 
 
-def _row(world_size, nbytes, names, reps, warmup, model) -> dict:
-    samples = launch(algorithms.time_calls, world_size, args=(names, [nbytes], reps, warmup, model),
-                     timeout=900, quiet=True)[0][nbytes]
+def _row(world_size, nbytes, names, reps, warmup, decided, env) -> dict:
+    samples = launch(algorithms.time_calls, world_size, args=(names, [nbytes], reps, warmup),
+                     timeout=900, quiet=True, env=env)[0][nbytes]
     return {"ranks": world_size, "bytes": nbytes, "samples": samples,
-            "choice": algorithms.choose(world_size, nbytes, model),
-            "model": [model.alpha, model.beta, model.gamma]}
+            "choice": decided[nbytes][0], "source": decided[nbytes][1]}
 
 
 def bench_algorithms(world_sizes=(2, 4), sizes=None, names=None, reps=15, warmup=2,
-                     out="bench-results/algorithms.png", progress=True):
+                     out="bench-results/algorithms.png", progress=True, cache=None,
+                     calibrate=False):
     """Time lesson 10's all-reduces and gloo's at every (world size, size), interleaved.
 
-    The model best_all_reduce chooses by is fitted once per world size (labs.algorithms.
-    fit_model) and used for every size. Prints a table of ratios (gloo's median time / the
-    algorithm's; > 1: faster than gloo), saves a plot and a JSON file. Returns the rows.
+    best_all_reduce's choices come from its file (`cache`, default the learner's
+    .p2p-cache/best_all_reduce.json); a size class it does not hold is measured (the duel)
+    before the timings, and `calibrate` measures every one again. Prints a table of ratios
+    of lower quartiles (gloo's / the call's; > 1: faster than gloo) next to gloo against
+    itself, and a verdict per cell; saves a plot and a JSON file. Returns the rows.
     """
     from tqdm.auto import tqdm
 
@@ -42,14 +44,21 @@ def bench_algorithms(world_sizes=(2, 4), sizes=None, names=None, reps=15, warmup
     # gloo's, first: every ratio is against it; and gloo's again, interleaved like the rest:
     # the ratio of a call to itself is what this run's noise alone makes of a ratio
     names = ["all_reduce", AGAIN] + names
+    env = {choices.CACHE_ENV: str(cache)} if cache else {}
+    print(f"best_all_reduce's choices: {choices.shown(cache or choices.cache_path())}")
     rows = []
     with tqdm(total=len(world_sizes) * len(sizes), desc="algorithms vs all_reduce",
               unit="size", disable=not progress) as bar:
         for world_size in world_sizes:
-            model = launch(algorithms.fit_model, world_size, quiet=True)[0]
+            if calibrate:
+                launch(algorithms.calibrate_here, world_size, args=(sizes,), timeout=900,
+                       quiet=True, env=env)
+            decided = {n: (what, "measured" if calibrate else source) for n, what, source in
+                       launch(algorithms.decide_sizes, world_size, args=(sizes,), timeout=900,
+                              quiet=True, env=env)[0]}
             for nbytes in sizes:
                 bar.set_postfix_str(f"{world_size} ranks, {format_size(nbytes)}")
-                rows.append(_row(world_size, nbytes, names, reps, warmup, model))
+                rows.append(_row(world_size, nbytes, names, reps, warmup, decided, env))
                 bar.update()
     print_table(rows, names, reps)
     if out:
@@ -57,47 +66,77 @@ def bench_algorithms(world_sizes=(2, 4), sizes=None, names=None, reps=15, warmup
     return rows
 
 
+def ratio(samples, name, base="all_reduce") -> float:
+    """Lower quartile of `base` over that of `name`: > 1, `name` took less."""
+    return lower_quartile(samples[base]) / lower_quartile(samples[name])
+
+
+def noise_band(rows) -> float:
+    """The run's noise floor: the largest factor by which gloo's all_reduce differed from
+    itself (lower quartiles, interleaved) in any cell. A ratio within [1/f, f] says nothing."""
+    return max(max(r, 1 / r) for r in (ratio(row["samples"], AGAIN) for row in rows))
+
+
+def cell_verdict(samples, band: float) -> str:
+    """Beyond the noise only if both say so: the ratio is outside the run's noise floor
+    (gloo against itself), and its 99% interval (repetitions resampled) excludes 1. One
+    draw of gloo/gloo per cell is itself noisy: the band alone would call ~1 cell in 4 of
+    a run 'slower' where best_all_reduce runs exactly gloo's call."""
+    x = ratio(samples, "best")
+    low, high = (1 / b for b in reversed(bounds(samples["best"], samples["all_reduce"])))
+    if x > band and low > 1:
+        return f"faster than gloo beyond the noise (99%: {low:.2f}-{high:.2f})"
+    if x < 1 / band and high < 1:
+        return f"SLOWER than gloo beyond the noise (99%: {low:.2f}-{high:.2f})"
+    return f"within the noise (99%: {low:.2f}-{high:.2f})"
+
+
 def print_table(rows, names, reps):
     print(f"\nall-reduce algorithms vs dist.all_reduce (gloo), float32, {reps} interleaved "
-          f"repetitions, slowest rank; ratio = gloo median / median (> 1: faster than gloo)")
-    others = [n for n in names if n != "all_reduce"]
-    print(f"{'ranks':>5}  {'size':>8}  {'gloo ms (min-max)':>22}" +
-          "".join(f"{n:>18}" for n in others) + "  best: its choice; verdict")
+          f"repetitions, slowest rank; ratios of lower quartiles, gloo / call (> 1: faster "
+          f"than gloo); gloo/gloo: gloo against itself, the cell's noise")
+    others = [n for n in names if n not in ("all_reduce", AGAIN, "best")]
+    band = noise_band(rows) if AGAIN in names else 1.0
+    print(f"{'ranks':>5}  {'size':>8}  {'gloo ms':>8}  {'gloo/best':>9}  {'gloo/gloo':>9}" +
+          "".join(f"{'gloo/' + n:>22}" for n in others) + "  best runs (choice from)  verdict")
     for r in rows:
         s = r["samples"]
-        gloo = statistics.median(s["all_reduce"])
-        cells = "".join(f"{gloo / statistics.median(s[n]):>17.2f}x" for n in others)
-        note = compare(s).verdict("best", "all_reduce") if "best" in s else ""
-        print(f"{r['ranks']:>5}  {format_size(r['bytes']):>8}  {gloo * 1e3:>8.3f} "
-              f"({min(s['all_reduce']) * 1e3:.3f}-{max(s['all_reduce']) * 1e3:.3f})"
-              f"{cells}  {r['choice']}; {note}")
-    if "best" in names:
-        ratios = [statistics.median(r["samples"]["all_reduce"]) /
-                  statistics.median(r["samples"]["best"]) for r in rows]
-        print(f"\nbest_all_reduce / gloo: lowest ratio {min(ratios):.2f}x, "
-              f"{sum(x >= 1.0 for x in ratios)} of {len(ratios)} cells >= 1.0x")
-    if AGAIN in names:
-        noise = [statistics.median(r["samples"]["all_reduce"]) /
-                 statistics.median(r["samples"][AGAIN]) for r in rows]
-        print(f"noise floor: gloo's all_reduce against itself ({AGAIN!r}) measured "
-              f"{min(noise):.2f}x to {max(noise):.2f}x in this run; a ratio inside that band "
-              f"says nothing about which call is faster")
+        cells = "".join(f"{ratio(s, n):>22.2f}" for n in others)
+        best = f"{ratio(s, 'best'):>9.2f}" if "best" in s else f"{'-':>9}"
+        again = f"{ratio(s, AGAIN):>9.2f}" if AGAIN in s else f"{'-':>9}"
+        note = cell_verdict(s, band) if "best" in s else ""
+        print(f"{r['ranks']:>5}  {format_size(r['bytes']):>8}  "
+              f"{lower_quartile(s['all_reduce']) * 1e3:>8.3f}  {best}  {again}{cells}  "
+              f"{r['choice'] + ' (' + r['source'] + ')':<24} {note}")
+    if "best" in names and AGAIN in names:
+        ratios = [ratio(r["samples"], "best") for r in rows]
+        own = [r for r in rows if ratio(r["samples"], "best") <
+               min(ratio(r["samples"], AGAIN), 1 / ratio(r["samples"], AGAIN))]
+        print(f"\nnoise floor of this run: gloo against itself within {1 / band:.2f}x-"
+              f"{band:.2f}x; best_all_reduce / gloo: {min(ratios):.2f}x to {max(ratios):.2f}x")
+        slower = sum(cell_verdict(r["samples"], band).startswith("SLOWER") for r in rows)
+        print(f"cells where best_all_reduce is slower than gloo beyond the noise (verdict): "
+              f"{slower} of {len(rows)}; below the run's noise floor alone: "
+              f"{sum(x < 1 / band for x in ratios)}; below its own cell's gloo/gloo: {len(own)}")
+        print("cells where best_all_reduce is more than 2x faster than gloo: "
+              + (", ".join(f"{r['ranks']} ranks {format_size(r['bytes'])}" for r, x in
+                          zip(rows, ratios) if x > 2) or "none"))
 
 
 def save_results(rows, names, out):
-    """Per world size: median time and ratio to gloo vs size; the rows as JSON next to it."""
+    """Per world size: lower-quartile time and ratio to gloo vs size; the rows as JSON."""
     world_sizes = sorted({r["ranks"] for r in rows})
     fig, axes = figure_per_world_size(world_sizes, sharex=True)
     for (top, bottom), n in zip(axes.T, world_sizes):
         pts = [r for r in rows if r["ranks"] == n]
         sizes = [r["bytes"] for r in pts]
-        gloo = [statistics.median(r["samples"]["all_reduce"]) for r in pts]
+        gloo = [lower_quartile(r["samples"]["all_reduce"]) for r in pts]
         for name in names:
-            med = [statistics.median(r["samples"][name]) for r in pts]
+            med = [lower_quartile(r["samples"][name]) for r in pts]
             style = dict(marker="o", ms=3, label=name, ls="--" if name == "all_reduce" else "-")
             top.plot(sizes, [m * 1e3 for m in med], **style)
             bottom.plot(sizes, [g / m for g, m in zip(gloo, med)], **style)
-        top.set(title=f"{n} ranks (gloo, loopback TCP)", ylabel="time (ms), median",
+        top.set(title=f"{n} ranks (gloo, loopback TCP)", ylabel="time (ms), lower quartile",
                 yscale="log")
         bottom.set(ylabel="gloo time / time (> 1: faster)", xlabel="tensor size (bytes)",
                    xscale="log")

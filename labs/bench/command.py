@@ -48,6 +48,10 @@ def _add_algorithms(sub) -> None:
     p.add_argument("--warmup", type=int, default=2, help="untimed repetitions per size")
     p.add_argument("--out", default="bench-results/algorithms.png",
                    help="plot file ('' for none)")
+    p.add_argument("--cache", default=None, metavar="FILE",
+                   help="best_all_reduce's choices file (default .p2p-cache/best_all_reduce.json)")
+    p.add_argument("--calibrate", action="store_true",
+                   help="measure best_all_reduce's choices again before the timings")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -84,6 +88,7 @@ def main(argv=None):
             parser().error(f"--names: unknown {', '.join(unknown)}; choose from "
                            f"{', '.join(CALLS)}")
         algorithms.bench_algorithms(world_sizes, sizes, _comma_list(opts.names), opts.reps,
-                                    opts.warmup, opts.out, not opts.no_progress)
+                                    opts.warmup, opts.out, not opts.no_progress, opts.cache,
+                                    opts.calibrate)
     else:
         parser().print_help()

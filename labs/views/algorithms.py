@@ -7,6 +7,7 @@ import statistics
 import matplotlib.pyplot as plt
 
 import labs.algorithms as lab
+from labs import choices
 from labs import WorkerError, launch, launch_exercise
 from labs.harness.ranks.measure import format_size
 from labs.harness.ranks.calls import SENDS
@@ -128,13 +129,20 @@ def traffic(world_sizes, names, numel):
             print(f"  {label:<32}" + "  ".join(f"{len(s)}/{sum(s)}".rjust(11) for s in sent))
 
 
-def check(names, world_sizes, model=None, shapes=((), (0,), (3,), (2, 5), (4099,))):
+# What best_all_reduce runs in `check`, set rather than measured: every option at a size
+# class the check's shapes reach (1 KiB: the small ones, 4 KiB: (1000,) float32, 16 KiB:
+# (4099,) float32 and bfloat16, 64 KiB: (4099,) float64 and int64).
+CHECK_RUNS = {1 * KIB: "doubling", 4 * KIB: lab.LIBRARY, 16 * KIB: "halving-doubling",
+              64 * KIB: "ring"}
+
+
+def check(names, world_sizes, shapes=((), (0,), (3,), (2, 5), (1000,), (4099,))):
     """Every name vs dist.all_reduce for every world size, dtype and shape: one line each."""
     cases = [(d, s) for d in ("float32", "float64", "bfloat16", "int64") for s in shapes]
     ok = {}
     for p in world_sizes:
         run = launch_exercise if p == world_sizes[0] else _silently   # say it once
-        res = run(lab.compare, p, args=(names, cases, model))
+        res = run(lab.compare, p, args=(names, cases, CHECK_RUNS))
         for name in names:
             ok.setdefault(name, []).append(all(err <= allowed for r in res
                                                for (n, _, _), (err, allowed) in r.items()
@@ -165,9 +173,6 @@ def fit_model(world_size=2):
     model = launch(lab.fit_model, world_size)[0]
     print(f"alpha = {model.alpha * 1e6:.0f} us per message, beta = {model.beta / 1e9:.2f} "
           f"GB/s, gamma = {model.gamma * 1e12:.0f} ps per byte added")
-    won = ", ".join(format_size(n) for n in model.library) or "none"
-    print(f"the duel on {model.ranks} ranks, {len(model.dueled)} sizes: best_all_reduce "
-          f"calls gloo's all_reduce at {won}")
     return model
 
 
@@ -200,9 +205,9 @@ def print_thresholds(model, world_sizes=(2, 3, 4)):
                                               for n, a in thresholds(p, model)))
 
 
-def sweep(world_sizes, sizes, names, model, reps=5):
+def sweep(world_sizes, sizes, names, reps=5):
     """{p: {nbytes: {name: [seconds]}}}, interleaved repetitions on the same workers."""
-    return {p: launch(lab.time_calls, p, args=(names, sizes, reps, 1, model), timeout=300)[0]
+    return {p: launch(lab.time_calls, p, args=(names, sizes, reps, 1), timeout=300)[0]
             for p in world_sizes}
 
 
@@ -235,28 +240,6 @@ def plot_sweep(measured, model):
     plt.show()
 
 
-def _lower_quartile(times) -> float:
-    return statistics.quantiles(times, n=4)[0] if len(times) > 1 else times[0]
-
-
-def best_vs_gloo(measured, model):
-    """For every (p, size): what best_all_reduce chose, gloo's time over its time (> 1:
-    best_all_reduce took less) from the medians and from the lower quartiles, and the
-    verdict from the ranges. A call's time can jump by a few ms when a rank waits for the
-    CPU: the lower quartile keeps the calls that did not wait, the median may not."""
-    print(f"{'':>15}  {'chose':<16}  gloo/best: median  lower quartile")
-    for p, by_size in measured.items():
-        for nbytes, by_name in by_size.items():
-            gloo, best = by_name["all_reduce"], by_name["best"]
-            table = compare({"all_reduce": gloo, "best": best})
-            ratio = table.spreads["all_reduce"].median / table.spreads["best"].median
-            quartiles = _lower_quartile(gloo) / _lower_quartile(best)
-            choice = lab.choose(p, nbytes, model)
-            same = "  (the same call twice: the ratio is noise)" if choice == lab.LIBRARY else ""
-            print(f"{p} ranks {format_size(nbytes):>7}  {choice:<16}  {ratio:17.2f}  "
-                  f"{quartiles:14.2f}  {table.verdict('best', 'all_reduce')}{same}")
-
-
 def choice_vs_measured(measured, model):
     """For every (p, size) of the sweep: the algorithm the model picks, the one measured
     fastest (median), the verdict between the two from their ranges, and the model's
@@ -283,4 +266,67 @@ def choice_vs_measured(measured, model):
                          "verdict": verdict, "predicted/measured": off})
             print(f"{p:>5} {format_size(nbytes):>7}  {pick:<17} {fastest:<17} {verdict:<44} "
                   f"{off:.2f}")
+    return rows
+
+
+# ----------------------------------------------------------------------------------------
+# best_all_reduce's saved choices (labs/choices.py), on the lesson's own file
+# ----------------------------------------------------------------------------------------
+
+def lesson_file(model, world_sizes=(2, 3, 4)):
+    """A choices file for this notebook, in a fresh temporary folder (yours stays as it is),
+    holding the model fitted above for `world_sizes`: the duels need no second fit."""
+    import tempfile
+    from pathlib import Path
+    path = Path(tempfile.mkdtemp(prefix="p2p-lesson10-")) / "best_all_reduce.json"
+    for p in world_sizes:
+        choices.save(path, p, "model", {"alpha": model.alpha, "beta": model.beta,
+                                        "gamma": model.gamma})
+    return path
+
+
+def decide(world_size, sizes, path, show=True):
+    """best_all_reduce's decisions at `sizes` on fresh workers, from `path` or measured
+    now: [(nbytes, what runs, 'saved' or 'measured')] per rank; `show`: one line each."""
+    res = launch(lab.decide_sizes, world_size, args=(sizes,), timeout=300,
+                 env={choices.CACHE_ENV: path})
+    if show:
+        for nbytes, what, source in res[0]:
+            print(f"{world_size} ranks, {format_size(nbytes):>7}: runs {what:<16} ({source})")
+    return res
+
+
+def show_file(path):
+    """The file as best_all_reduce keeps it, one line per decision."""
+    data, note = choices.load(path)
+    print(note or f"machine: {choices._describe(data.get('machine'))}")
+    for ranks, entries in sorted(data["ranks"].items()):
+        for label, e in entries.items():
+            if label == "model":
+                continue
+            print(f"{ranks} ranks {label:>7}: runs {e['runs']:<16} {e['challenger']} / gloo "
+                  f"{e['ratio']:.2f} (99%: {e['ratio_low']:.2f}-{e['ratio_high']:.2f}), "
+                  f"{e['pairs']} pairs: {e['why']}")
+
+
+def short_duels(world_size, nbytes, duels=5, pairs=9):
+    """gloo's all_reduce against itself in `duels` short duels of `pairs` pairs each: the
+    ratio of medians each would report. Any ratio far from 1 is a 'winner' made of noise."""
+    runs = launch(lab.gloo_duels, world_size, args=(nbytes, duels, pairs))[0]
+    for k, t in enumerate(runs, 1):
+        r = statistics.median(t["all_reduce"]) / statistics.median(t["all_reduce again"])
+        print(f"duel {k}: {pairs} pairs, gloo / gloo (medians) = {r:.2f}")
+
+
+def best_vs_gloo(world_size, sizes, path, reps=15):
+    """best_all_reduce against gloo and gloo against itself (the noise floor), lower
+    quartiles of `reps` interleaved repetitions, with the benchmark's verdict per size."""
+    from labs.bench.algorithms import AGAIN, print_table
+    names = ["all_reduce", AGAIN, "best"]
+    measured = launch(lab.time_calls, world_size, args=(names, sizes, reps, 2), timeout=300,
+                      env={choices.CACHE_ENV: path})[0]
+    decided = {n: (w, s) for n, w, s in decide(world_size, sizes, path, show=False)[0]}
+    rows = [{"ranks": world_size, "bytes": n, "samples": measured[n], "choice": decided[n][0],
+             "source": decided[n][1]} for n in sizes]
+    print_table(rows, names, reps)
     return rows
