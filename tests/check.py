@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from labs.harness import COURSE_ROOT
+from labs.harness.launch.launcher import warm_up
 from labs.harness.ranks.exercises import ExerciseNotSolved, exercises_in
 from labs.harness.grading import memory
 from labs.harness.grading.run import GradeFailure, grading
@@ -53,6 +54,8 @@ class Check:
             config.getoption("--lesson") else ""
         path = config.getoption("--remember")
         self.memory = memory.Memory(path) if path else None
+        if path and _changed_since(Path(path)):
+            warm_up()      # workers will be needed: the fork server imports torch meanwhile
         self.exercises, self.broken, self.places = _exercises()
         self.lessons = {module: number for number, module, _ in self.exercises}
         self.lessons.update({m: b[0] for m, b in self.broken.items()})
@@ -315,6 +318,17 @@ def _crash(report) -> str:
 # Exercises that are whole scripts, not function stubs: {lab module: (names)}; each is
 # graded by tests/graders/test_<module>.py::test_<name>.
 SCRIPT_EXERCISES = {"doctor": ("halo_exchange",)}
+
+
+def _changed_since(grades: Path) -> bool:
+    """Has a lab module (or a grader) changed since make check last remembered grades?
+    Then some grader will likely start workers."""
+    try:
+        since = grades.stat().st_mtime
+    except OSError:
+        return True
+    files = [*(COURSE_ROOT / "labs").glob("*.py"), *(COURSE_ROOT / "tests" / "graders").glob("*.py")]
+    return any(f.stat().st_mtime > since for f in files if f.exists())
 
 
 def _family(nodeid: str) -> str:

@@ -119,6 +119,40 @@ def test_a_grader_tells_a_deadlock_from_a_slow_peer_by_what_the_ranks_do(no_left
     assert HANG_SECONDS <= took < 30      # grade's timeout: the stuck watch ended it
 
 
+def test_a_notebooks_exercise_cell_tells_a_hang_as_the_graders_do(no_leftover_workers):
+    """launch_exercise: the same detection as the graders (every rank waiting, nothing
+    moving, for HANG_SECONDS), not gloo's timeout; each rank at its line, first."""
+    from labs import HangError
+    from labs.harness.launch.unsolved import launch_exercise
+    launch_exercise(slow_peer, 2, args=(0.0,), quiet=True)       # the fork server is up
+    started = time.perf_counter()
+    with pytest.raises(HangError) as info:
+        launch_exercise(receives_head_to_head, 2)
+    took = time.perf_counter() - started
+    here = _line(receives_head_to_head, "dist.recv")
+    assert str(info.value).splitlines()[1:3] == [
+        f"  {here}: rank 0 blocked in recv(from 1, tag 0, 4 x float32)",
+        f"  {here}: rank 1 blocked in recv(from 0, tag 0, 4 x float32)"], str(info.value)
+    assert info.value.stuck_for >= HANG_SECONDS
+    assert took < 22.5, f"{took:.1f} s: gloo's timeout, not the watch, ended it"
+
+
+def receives_from_minus_one(rank, world_size):
+    """Rank 0 receives from rank - 1 without % world_size: from rank -1."""
+    import torch.distributed as dist
+    dist.recv(torch.zeros(4), rank - 1 if rank == 0 else 0)
+
+
+def test_a_receive_from_a_peer_that_is_no_rank_is_said_at_once(no_leftover_workers):
+    from labs import HangError
+    from labs.harness.launch.unsolved import launch_exercise
+    with pytest.raises(HangError) as info:
+        launch_exercise(receives_from_minus_one, 2)
+    assert ("rank 0 waits in recv from rank -1: not a rank of this group (0..1): compute the "
+            "peer with % 2") in str(info.value)
+    assert info.value.stuck_for == 0.0      # not after the watch's window: at the first poll
+
+
 def blocked_outside(rank, world_size, busy):
     """Rank 1 never sends: it sleeps (busy=False) or computes forever (busy=True) outside
     torch.distributed, while rank 0 waits in recv."""
@@ -395,12 +429,12 @@ def _solve(course: Path, module: str, names: list[str]):
 SIZES = (1, 3)
 
 
-def _check(course: Path, grades: Path, *args) -> subprocess.CompletedProcess:
+def _check(course: Path, grades: Path, *args, sizes=SIZES) -> subprocess.CompletedProcess:
     """make check's pytest command, on the copy."""
     env = dict(os.environ, P2P_COURSE_SOLUTIONS="0")
     return subprocess.run([sys.executable, "-m", "pytest", "tests/graders", "--impl=labs",
                            f"--remember={grades}", "-qq", "--tb=no", "-rN", "-p", "no:xdist",
-                           f"--world-sizes={','.join(map(str, SIZES))}",
+                           f"--world-sizes={','.join(map(str, sizes))}",
                            "--continue-on-collection-errors", "-o", "console_output_style=classic",
                            "-p", "no:nbval", "-o", "addopts=-p no:cacheprovider", *args],
                           cwd=course, env=env, capture_output=True, text=True, timeout=600)
@@ -454,3 +488,101 @@ def test_make_check_grades_what_changed_and_remembers_the_rest(tmp_path, no_left
     assert re.search(r"FAILING\s+pipelined_ring_all_reduce .*communicated through "
                      r"solutions/ring\.py:\d+ \(\w+\), the course's own code", fifth.stdout), \
         fifth.stdout
+
+
+# -- what make check LESSON=04 says of a hang, of two problems, of a file that does not load --
+
+def _copy(tmp_path) -> Path:
+    course = tmp_path / "course"
+    shutil.copytree(ROOT, course, ignore=shutil.ignore_patterns(
+        ".venv", ".git", "__pycache__", "*.egg-info", "test-artifacts", "yours", ".ipynb*"))
+    return course
+
+
+def _write_exchange_batched(course: Path, body: str) -> int:
+    """Give labs/deadlocks.py's exchange_batched this body; the line number of its first
+    line that holds "dist." (where a hang sits)."""
+    path = course / "labs" / "deadlocks.py"
+    text = path.read_text()
+    start = text.index('"""', text.index("def exchange_batched(")) + 3
+    start = text.index('"""', start) + 4          # after the docstring's closing line
+    end = text.index("\n\n@exercise\ndef exchange_parity_ordered")
+    body = textwrap.indent(textwrap.dedent(body).strip("\n"), "    ")
+    text = text[:start] + body + "\n" + text[end:]
+    path.write_text(text)
+    lines = text.splitlines()
+    first = text[:start].count("\n")
+    return next(i + 1 for i in range(first, len(lines)) if "dist." in lines[i])
+
+
+@pytest.mark.slow
+def test_make_check_stops_at_the_first_hang_and_names_your_line(tmp_path, no_leftover_workers):
+    """Head-to-head blocking sends: one run hangs, the larger world sizes are not run (one
+    hang is enough to fix), and each rank's entry starts with the line it sits at."""
+    course = _copy(tmp_path)
+    line = _write_exchange_batched(course, """
+        received = torch.empty_like(tensor)
+        dist.send(tensor, dst=peer)
+        dist.recv(received, src=peer)
+        return received
+    """)
+    started = time.perf_counter()
+    run = _check(course, tmp_path / "grades.json", "--lesson=04", sizes=(2, 3, 4))
+    took = time.perf_counter() - started
+    out = run.stdout
+    assert run.returncode == 1, out[-3000:] + run.stderr[-3000:]
+    assert re.search(r"04 deadlocks\s+FAILING\s+exchange_batched: 1 problem, below\n", out), out
+    at = " " * 18 + f"labs/deadlocks.py:{line}: "
+    assert f"{at}rank 0 blocked in send(to 1, tag 0, 10 x float32)\n" in out, out
+    assert f"{at}rank 1 blocked in send(to 0, tag 0, 10 x float32)\n" in out, out
+    assert f"Nothing moved for {HANG_SECONDS:g} s" in out
+    assert "at world size 2 (not graded at 3, 4: a hang stops its grader" in out, out
+    assert out.count("hung (world_size=") == 1, "the hang once, at one world size"
+    # one launch, told after HANG_SECONDS of nothing moving: not 3 launches, not gloo's timeout
+    assert took < 60, f"make check took {took:.0f} s"
+    again = _check(course, tmp_path / "grades.json", "--lesson=04", sizes=(2, 3, 4))
+    assert "0 grader run(s) to do" in again.stdout, again.stdout     # all three remembered
+    assert again.stdout.count("hung (world_size=") == 1
+
+
+@pytest.mark.slow
+def test_make_check_says_each_problem_once_with_its_world_sizes(tmp_path, no_leftover_workers):
+    """A batch never waited for: two problems (the send, the receive), each once, your file
+    and line first, then every world size it showed at, on one line; none held back."""
+    course = _copy(tmp_path)
+    _write_exchange_batched(course, """
+        received = torch.empty_like(tensor)
+        ops = [dist.P2POp(dist.isend, tensor, peer), dist.P2POp(dist.irecv, received, peer)]
+        dist.batch_isend_irecv(ops)
+        return received
+    """)
+    out = _check(course, tmp_path / "grades.json", "--lesson=04", sizes=(2, 3)).stdout
+    assert re.search(r"FAILING\s+exchange_batched: 2 problems, each once below\n", out), out
+    problems = re.findall(r"^ {18}(labs/deadlocks\.py:\d+: rank 0 returned with a (send|receive) "
+                          r"of 10 x float32 (?:to|from) rank 1 never waited for.*)\n"
+                          r" {22}at world sizes 2, 3$", out, re.M)
+    assert sorted(kind for _, kind in problems) == ["receive", "send"], out
+    assert "more problem" not in out and "more run(s)" not in out
+
+
+@pytest.mark.slow
+def test_a_module_that_does_not_load_fails_its_own_lesson_only(tmp_path):
+    """A syntax error in labs/deadlocks.py: lesson 04's exercises fail, saying so; lesson
+    08 (its module imports labs.deadlocks) waits for it; the count of exercises stays."""
+    course = _copy(tmp_path)
+    grades = tmp_path / "grades.json"
+    count = re.search(r"of (\d+) exercises", _check(course, grades).stdout)[1]
+    deadlocks = course / "labs" / "deadlocks.py"
+    good = deadlocks.read_text()
+    deadlocks.write_text(good + "\ndef broken(:\n    pass\n")
+    out = _check(course, grades).stdout
+    assert f"of {count} exercises" in out, out
+    assert re.search(r"04 deadlocks\s+FAILING\s+exchange_batched: labs/deadlocks\.py does not "
+                     r"load: SyntaxError", out), out
+    assert not re.search(r"08 snippets\s+FAILING", out) and \
+        re.search(r"08 snippets\s+waiting\s+\w+: needs labs/deadlocks\.py, which does not load",
+                  out), out
+    assert "LESSON=04" in out.splitlines()[-1], out.splitlines()[-1]
+    deadlocks.write_text(good)
+    fixed = _check(course, grades)
+    assert f"of {count} exercises" in fixed.stdout and "does not load" not in fixed.stdout

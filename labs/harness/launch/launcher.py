@@ -87,6 +87,13 @@ def _noop():
     pass
 
 
+def warm_up() -> None:
+    """Start the fork server now, in the background: its import of torch overlaps with
+    what this process does meanwhile (make check collecting the graders); the first launch
+    waits for it as usual."""
+    threading.Thread(target=_context, daemon=True, name="p2p-fork-server-warm-up").start()
+
+
 def preload_also(*modules: str):
     """Have the fork server import these too (call before the first launch): the test suite
     preloads pytest and the grading harness, which every grader's workers import, so each
