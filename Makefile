@@ -36,7 +36,8 @@ $(STAMP): $(LOCK) pyproject.toml
 	@$(MAKE) --no-print-directory torch-install
 	$(BIN)/python -m pip install --quiet --no-deps -r $(LOCK)
 	$(BIN)/python -m pip check
-	$(BIN)/python -m pip install --quiet --no-deps -e .
+	@# The lock has setuptools (torch needs it): no isolated build env to fetch it into.
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	@# Build matplotlib's font cache now, not in a notebook's first cell (stderr breaks nbval).
 	$(BIN)/python -c "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot"
 	@touch $(STAMP)
