@@ -9,8 +9,10 @@ Two mechanisms cover the whole class, not a list of names:
   the stream; a kernel with no CPU implementation (a custom CUDA op) raises NotMapped.
 - `torch.cuda` is replaced by the stand-in namespace of standin.py (a machine with
   LOCAL_WORLD_SIZE devices, streams and events recorded, not run).
-Imports of GPU kernel libraries (Triton, flash-attention, ...) by the script raise NotMapped,
-an ImportError too, so a script's own `except ImportError:` fallback still runs.
+`torch.Generator`, DDP's `device_ids` and the script's threads, which no mode sees, are
+mapped at their own doors. Imports of GPU kernel libraries (Triton, flash-attention, ...)
+by the script raise NotMapped, an ImportError too, so a script's own `except ImportError:`
+fallback still runs.
 
 Tensors stay CPU tensors (gloo needs them): `t.is_cuda` is False and `t.device.type` is
 "cpu", the truth about where the data is; a script that branches on it takes its CPU path.
@@ -20,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import importlib.abc
 import sys
+import threading
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -121,6 +124,36 @@ def _name(func) -> str:
     return f"{module}.{qualified}".strip(".") if qualified else str(func)
 
 
+class Generator(torch.Generator):
+    """torch.Generator(device="cuda"): a class, so no mode sees its construction."""
+
+    def __new__(cls, device="cpu"):
+        return super().__new__(cls, device=_cpu(device, True))
+
+
+def _ddp_init(original):
+    """DistributedDataParallel(module, device_ids=[local_rank]): GPU-only arguments, which
+    DDP refuses for a module on the CPU (where the mapping put it)."""
+    def __init__(self, module, device_ids=None, output_device=None, *args, **kwargs):
+        if device_ids is not None or output_device is not None:
+            STATE.use()
+        original(self, module, None, None, *args, **kwargs)
+    return __init__
+
+
+def _in_threads(original_start):
+    """A mode is per thread: a thread the script starts maps CUDA too."""
+    def start(thread, *args, **kwargs):
+        run = thread.run
+
+        def mapped_run():
+            with OnTheCpu():
+                run()
+        thread.run = mapped_run
+        return original_start(thread, *args, **kwargs)
+    return start
+
+
 class _Kernels(importlib.abc.MetaPathFinder):
     """`import triton` (flash_attn, ...) by the script, not by torch's optional imports."""
 
@@ -152,12 +185,18 @@ def mapping(devices: int, on_use=lambda: None):
     sys.meta_path.insert(0, finder)
     # The one method whose argument parser refuses a stand-in stream before a mode sees it
     record_stream, torch.Tensor.record_stream = torch.Tensor.record_stream, _record_stream
+    # Classes no mode sees built, and threads no mode is in: the few doors left
+    generator, torch.Generator = torch.Generator, Generator
+    ddp = torch.nn.parallel.DistributedDataParallel
+    ddp_init, ddp.__init__ = ddp.__init__, _ddp_init(ddp.__init__)
+    start, threading.Thread.start = threading.Thread.start, _in_threads(threading.Thread.start)
     try:
         with OnTheCpu():
             yield STATE
     finally:
         sys.meta_path.remove(finder)
-        torch.Tensor.record_stream = record_stream
+        torch.Tensor.record_stream, torch.Generator = record_stream, generator
+        ddp.__init__, threading.Thread.start = ddp_init, start
         sys.modules["torch.cuda"], torch.cuda = real, real
         STATE.on_use = lambda: None
 

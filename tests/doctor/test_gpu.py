@@ -7,6 +7,8 @@ shared with tests/doctor/test_doctor.py's cache.
 """
 from __future__ import annotations
 
+import threading
+
 import pytest
 import torch
 
@@ -94,7 +96,13 @@ def test_the_mapping_is_on_only_inside_and_covers_every_device_argument():
                    torch.ones(2).to("cuda", non_blocking=True), torch.ones(2).to(0),
                    torch.randn(2, device=0), torch.ones(2).pin_memory(),
                    torch.nn.Linear(2, 2).cuda().weight, torch.ones(2).type("torch.cuda.FloatTensor")]
-        assert all(t.device.type == "cpu" for t in tensors)
+        generator = torch.Generator(device="cuda")
+        tensors.append(torch.randn(2, device="cuda", generator=generator))
+        in_thread = []
+        thread = threading.Thread(target=lambda: in_thread.append(torch.ones(1, device="cuda")))
+        thread.start()
+        thread.join()
+        assert all(t.device.type == "cpu" for t in tensors + in_thread) and in_thread
         assert state.used and state.stream_name() == ""
         side = torch.cuda.Stream()
         with torch.cuda.stream(side):
@@ -105,5 +113,6 @@ def test_the_mapping_is_on_only_inside_and_covers_every_device_argument():
         with pytest.raises(ImportError, match="flash_attn"):
             import flash_attn  # noqa: F401
     assert torch.cuda is real and not torch.cuda.is_available()
+    assert torch.Generator is torch._C.Generator
     with pytest.raises((AssertionError, RuntimeError)):
         torch.zeros(1, device="cuda")
