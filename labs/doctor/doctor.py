@@ -118,8 +118,9 @@ def report(outcome) -> Report:
     failed = bool(errors) or (outcome.returncode not in (0, None)) or not runs \
         or outcome.stopped == "deadline" or not checked
     status = 1 if any(not f.note for f in found) else 2 if failed else 0
+    timings = _timings(runs, outcome)
     return Report(outcome.job.command(), world, found, _ending(runs, outcome, world), notes,
-                  status, _timings(runs, outcome), runs=runs, outcome=outcome,
+                  status, timings if checked else timings[:1], runs=runs, outcome=outcome,
                   checked=checked)
 
 

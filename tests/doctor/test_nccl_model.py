@@ -50,6 +50,9 @@ HAZARDS = [
      "2-rank communicator for each pair", "getKeySendRecv"),
     ("tags_out_of_order.py", 2, "tags_ignored_on_nccl", "tag=2)",
      "NCCL ignores tags and pairs in order", "tag"),
+    ("eager_ring_isend_first.py", 3, "ungrouped_exchange", "req = dist.isend(mine, right)",
+     "with device_id every point-to-point op of a rank runs on the group's one communicator",
+     "eager_connect_single_device"),
 ]
 
 
@@ -63,6 +66,14 @@ def test_each_nccl_hazard_is_predicted_with_its_source(script, nproc, kind, line
     assert f.nccl_only and words in f.nccl and source in f.source, report.text()
     assert report.status == 1 and f"{kind}]" in report.text()
     assert "none predicted" not in report.text()
+
+
+def test_device_id_creates_no_pair_communicators():
+    """With device_id the communicator is made at init: no creation cycle (the ring's risk
+    is then the one stream, predicted above)."""
+    report = doctor(NCCL / "eager_ring_isend_first.py", 3)
+    assert "lazy_communicators" not in report.kinds(), report.text()
+    assert report.kinds() == {"ungrouped_exchange"}, report.text()
 
 
 def test_the_tag_hazard_is_not_a_stream_hazard():
@@ -79,7 +90,7 @@ def test_a_ring_of_isends_at_two_ranks_meets_its_pair():
 
 
 FIXED = [("works_loop.py", 2), ("ring_batched.py", 3), ("ring_batched.py", 4),
-         ("tags_in_order.py", 2)]
+         ("tags_in_order.py", 2), ("eager_ring_batched.py", 3)]
 
 
 @pytest.mark.parametrize("script, nproc", FIXED)
@@ -112,4 +123,5 @@ def test_the_lesson_12_exercise_is_told_of_its_cycle():
 def test_no_process_group_is_nothing_to_check():
     report = doctor(NCCL / "no_group.py", 2)
     assert report.status == 2 and report.findings == [], report.text()
-    assert report.text().endswith("no process group was created: nothing to check")
+    assert report.text(timings=False).endswith("no process group was created: nothing to check")
+    assert "record overhead" not in report.text()          # nothing recorded to cost
