@@ -252,6 +252,8 @@ def _failure(error: BaseException) -> dict:
     inside = [f.name for f in frames if "torch/distributed/" in f.filename
               and f.name not in callers._WRAPPERS]
     text = f"{type(error).__name__}: {error}".strip().splitlines()[0][:500]
+    if isinstance(error, cuda.NotMapped):     # the script could not run here: not a call's
+        inside = []                           # failure (exit 2, not a finding)
     return dict(text=text, where=where, api=inside[0] if inside else "")
 
 
