@@ -293,8 +293,13 @@ def rotate_kv(k, v):
     the transfer runs, then waits for every Work in `works` before touching
     k_next/v_next (or modifying k/v). Same shapes and dtypes as k and v; world size >= 2.
 
-    Hint: four P2POps. gloo matches messages between two ranks in FIFO order per tag, so
-    post the two sends and the two receives in the same order (k first, then v).
+    The exchange must be right on NCCL too (lesson 09 is a GPU pattern): NCCL ignores tags
+    and pairs the sends and receives between two ranks by their order alone (lesson 02).
+    Telling K from V by tags is not enough: the grader also runs it with every tag ignored.
+
+    Hint: four P2POps. gloo matches messages between two ranks in FIFO order per tag, NCCL
+    in FIFO order whatever the tags, so post the two sends and the two receives in the same
+    order (k first, then v).
     """
     raise todo("notebook 09, 'Exercise 2: rotate K and V'")
 

@@ -23,6 +23,8 @@ def send_backward_recv_forward(input_grad, prev_rank):
 
 
 def rotate_kv(k, v):
+    """Right on NCCL too: the receives are posted in the order the peer posts its sends
+    (k, then v), so they pair by order alone, without tags (NCCL ignores them)."""
     world_size, rank = dist.get_world_size(), dist.get_rank()
     nxt, prev = (rank + 1) % world_size, (rank - 1) % world_size
     k_next, v_next = torch.empty_like(k), torch.empty_like(v)

@@ -7,6 +7,7 @@ from labs.harness.grading import (GradeFailure, call, check_close, check_fresh, 
                                   check_untouched, grade, implementation, in_case, recording,
                                   seeded)
 from labs.harness.grading.inputs import every_dtype
+from labs.harness.grading.record import ignoring_tags
 from labs.patterns import full_attention, make_qkv, reference_step, ring_attention, run_1f1b
 
 # -- Exercise 1: the neighbour exchange ---------------------------------------------------
@@ -97,6 +98,7 @@ def rotate_grader_worker(rank, world_size, impl):
         w.wait()
     large = _rotate_large(rotate_kv, rank)
     dtypes = _rotate_every_dtype(rotate_kv, rank)
+    nccl = _rotate_tags_ignored(rotate_kv, rank)
     # Then the whole of ring attention with it.
     q_all, k_all, v_all = make_qkv(16 * world_size, 8)
     q, kb, vb = (t.chunk(world_size)[rank].contiguous() for t in (q_all, k_all, v_all))
@@ -104,7 +106,7 @@ def rotate_grader_worker(rank, world_size, impl):
             "fresh": {k_next.data_ptr(), v_next.data_ptr()}.isdisjoint(
                 {k.data_ptr(), v.data_ptr()}),
             "unchanged": torch.equal(k, k0) and torch.equal(v, v0), "large": large,
-            "dtypes": dtypes, "attention": ring_attention(q, kb, vb, rotate=rotate_kv)}
+            "dtypes": dtypes, "nccl": nccl, "attention": ring_attention(q, kb, vb, rotate=rotate_kv)}
 
 
 LARGE_KV = ((1 << 18) + 1, 4)
@@ -137,6 +139,41 @@ def _rotate_every_dtype(rotate_kv, rank):
     return done
 
 
+# On NCCL, which ignores tags, the sends and receives between two ranks pair by their order
+# alone (lesson 02): k and v of one shape and dtype (a mismatch in size would abort gloo),
+# every tag 0 while the body runs, as NCCL would pair them.
+TAGLESS = ((2, 3), "float32", 4, 5)
+
+
+def _rotate_tags_ignored(rotate_kv, rank):
+    """rotate_kv with every tag ignored (gloo pairs by order then, as NCCL does):
+    (k_next, v_next)."""
+    shape, dtype, k_salt, v_salt = TAGLESS
+    k, v = seeded(rank, shape, dtype, k_salt), seeded(rank, shape, dtype, v_salt)
+    with ignoring_tags(), in_case(f"k, v of shape {shape}, every tag ignored as on NCCL"):
+        k_next, v_next, works = rotate_kv(k, v)
+    for w in works:
+        w.wait()
+    return k_next, v_next
+
+
+def check_pairs_by_order(what, rank, prev, received):
+    """With tags ignored, k_next holds the peer's k and v_next its v; a body that tells them
+    apart by tags only gets them crossed, as it would on NCCL."""
+    shape, dtype, k_salt, v_salt = TAGLESS
+    k, v = seeded(prev, shape, dtype, k_salt), seeded(prev, shape, dtype, v_salt)
+    if torch.equal(received[0], v) or torch.equal(received[1], k):
+        raise GradeFailure(
+            f"{what}: rank {rank} got rank {prev}'s v in k_next (or its k in v_next) once the "
+            f"tags were ignored: NCCL ignores tags and pairs the sends and receives between two "
+            f"ranks by their order alone (lesson 02), and this rotate_kv posts its receives "
+            f"in another order than its sends, telling K from V by tags only. Post the two "
+            f"receives in the same order as the two sends (k first, then v)")
+    for name, got, expected in (("k_next", received[0], k), ("v_next", received[1], v)):
+        check_close(got, expected, rank=rank, what=f"{what}, every tag ignored as on NCCL "
+                                                   f"(lesson 02): {name} (should be rank {prev}'s)")
+
+
 @pytest.mark.parametrize("world_size", [2, 3, 4, 5, 6, 7, 8])
 def test_rotate_kv(impl, world_size):
     what = f"rotate_kv on {world_size} ranks"
@@ -160,6 +197,7 @@ def test_rotate_kv(impl, world_size):
             for which, got, seed in (("k_next", k_next, salt), ("v_next", v_next, salt + 50)):
                 check_close(got, seeded(prev, shape, dtype, seed, special=True), rank=rank, atol=0, rtol=0,
                             what=f"{what}, {dtype}: {which} (should be rank {prev}'s)")
+        check_pairs_by_order(what, rank, prev, r["nccl"])
         if not r["fresh"]:
             raise GradeFailure(f"{what}: rank {rank} received into k or v; receive into new "
                                f"tensors (they are being sent and used for compute)")

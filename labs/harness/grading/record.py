@@ -53,6 +53,7 @@ class _InFlight:
 
 
 _ACTIVE: list[list[Op]] = []          # the records being filled (nested: outermost first)
+_TAGLESS: list[bool] = []             # ignoring_tags() is on (see there)
 _WORKS: dict[int, tuple] = {}         # id(Work) -> (Work, _InFlight): kept alive until waited
 _LISTENERS: list = []                 # callables (event, op, **info), see the docstring
 
@@ -108,6 +109,8 @@ class _Recorder(TorchDispatchMode):
             _used_in_flight(func, args, kwargs)
             note_writes(func, args, kwargs)
             return func(*args, **(kwargs or {}))
+        if _TAGLESS:
+            args = _untagged(func._opname, args)
         announced = _announce(func, args) if _LISTENERS else []
         try:
             out = func(*args, **(kwargs or {}))
@@ -417,6 +420,33 @@ def record():
             yield ops
     finally:
         _ACTIVE.remove(ops)
+
+
+@contextlib.contextmanager
+def ignoring_tags():
+    """`with ignoring_tags():` every point-to-point op recorded in the block reaches gloo
+    with tag 0: sends and receives between two ranks then pair by their order alone, as on
+    NCCL, which ignores tags (lesson 02). A body that tells messages apart by tags only
+    gets other data here, as it would on NCCL."""
+    _TAGLESS.append(True)
+    try:
+        yield
+    finally:
+        _TAGLESS.pop()
+
+
+# Where each point-to-point op of c10d / _c10d_functional carries its tag (ops.py's schemas)
+_TAG_AT = {"send": 3, "recv_": 3, "recv_any_source_": 2, "isend": 2, "irecv": 2}
+
+
+def _untagged(name, args):
+    """`args` with the op's tag(s) 0."""
+    if name in _TAG_AT and len(args) > _TAG_AT[name]:
+        at = _TAG_AT[name]
+        return (*args[:at], 0, *args[at + 1:])
+    if name == "batch_p2p_ops" and len(args) > 2:     # (ops, peers, tags, tensors, group)
+        return (*args[:2], [0] * len(args[2]), *args[3:])
+    return args
 
 
 def outstanding(ops) -> list[Op]:
