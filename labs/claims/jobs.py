@@ -115,23 +115,47 @@ def tcp_store_listens_on_every_interface():
                               f"not only on 127.0.0.1: {holds}")
 
 
-@claim("11", "after DistributedDataParallel, destroy_process_group() frees nothing: "
-             "torch.distributed.nn, imported by DDP after joining, holds the group in its "
-             "default arguments; gloo's threads then end at interpreter shutdown, where "
-             "releasing a tensor aborts the process. Imported before joining, it holds nothing")
+@claim("11", "importing torch._dynamo after init_process_group, with no DDP and no compile, "
+             "pins the group: its first import imports torch.distributed.nn.functional, whose "
+             "default arguments hold group.WORLD, so the group's gloo worker threads still run "
+             "after destroy_process_group(); torch.distributed.nn imported before joining "
+             "leaves none")
+def importing_dynamo_after_joining_pins_the_group():
+    # Source (torch 2.13): torch/_dynamo/variables/functions.py imports
+    # torch.distributed.fsdp._fully_shard, whose imports reach
+    # torch/distributed/_shard/sharded_tensor/reshard.py: `from torch.distributed.nn.functional
+    # import all_to_all, all_to_all_single`; functional.py's defaults are `group=group.WORLD`.
+    from labs.views.jobs import run_importing_dynamo, threads_left
+
+    after, first = run_importing_dynamo(), run_importing_dynamo(["--import-first"])
+    pinned, freed = threads_left(after), threads_left(first)
+    holds = pinned == [2, 2] and freed == [0, 0] and after.succeeded and first.succeeded
+    return ClaimResult(holds, f"torch._dynamo imported after joining: the group's gloo worker "
+                              f"threads still running after destroy_process_group() "
+                              f"{pinned}; torch.distributed.nn imported before joining: "
+                              f"{freed}")
+
+
+@claim("11", "after DistributedDataParallel, destroy_process_group() frees nothing: DDP's "
+             "constructor imports torch._dynamo, whose first import imports "
+             "torch.distributed.nn, and its default arguments hold the group; gloo's threads "
+             "then end at interpreter shutdown, where releasing a tensor aborts the process "
+             "(CPython 3.13 and earlier). Imported before joining, torch.distributed.nn holds "
+             "nothing")
 def destroy_frees_the_group_only_if_nothing_holds_it():
-    # Source: torch/distributed/nn/functional.py (`def broadcast(tensor, src,
-    # group=group.WORLD)` and 9 more: a default is evaluated at import); DDP's constructor
-    # imports it (via torch.distributed._shard); CPython's take_gil ends a thread that asks
-    # for the GIL during shutdown (pthread_exit), and libstdc++ aborts when that unwinds
-    # through gloo's destructors ("terminate called without an active exception").
-    from labs.views.jobs import aborted, run_leaving
+    # Source: torch/nn/parallel/distributed.py (DDP.__init__ calls
+    # torch._dynamo.utils.get_optimize_ddp_mode(): the first use imports torch._dynamo, and
+    # with it torch.distributed.nn.functional, see the claim above);
+    # torch/distributed/nn/functional.py (`def broadcast(tensor, src, group=group.WORLD)` and
+    # 9 more: a default is evaluated at import). CPython <= 3.13's take_gil ends a thread
+    # that asks for the GIL during finalization (pthread_exit), and libstdc++ aborts when
+    # that unwinds through gloo's destructors ("terminate called without an active
+    # exception"); 3.14 hangs such a thread instead (python/cpython gh-87135, GH-105805).
+    from labs.views.jobs import aborted, run_leaving, threads_left
 
     def leave(args):
         run = run_leaving(args)
-        threads = [int(r.stdout.split(":")[-1]) if r.stdout.strip() else None
-                   for r in run.ranks]
-        return run.succeeded, threads, aborted(run)
+        return run.succeeded, threads_left(run), aborted(run)
 
     pinned = leave([])
     first = leave(["--import-first"])

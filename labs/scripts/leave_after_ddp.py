@@ -7,11 +7,15 @@ waiting for it, calls destroy_process_group() and prints how many of the group's
 threads still run. Rank 1 joins that all_reduce late, once rank 0 has begun to exit (or after 2 s), so that
 rank 0's gloo thread finishes it while rank 0 shuts down, every run (notebook 11, section 5).
 
-DDP's constructor imports torch.distributed.nn, whose functions take `group=group.WORLD` as a
-default argument. Defaults are evaluated once, at import: imported after init_process_group,
-they hold the group. destroy_process_group() then frees nothing, and gloo's threads are torn
-down at interpreter shutdown, where a gloo thread that releases a tensor cannot take the GIL
-and the process aborts. --import-first imports torch.distributed.nn before joining.
+DDP's constructor touches torch._dynamo (torch._dynamo.utils.get_optimize_ddp_mode()), and the
+first import of torch._dynamo imports torch.distributed.nn.functional (through
+torch.distributed.fsdp and torch.distributed._shard; labs/scripts/leave_after_dynamo.py shows it
+without DDP). Its functions take `group=group.WORLD` as a default argument. Defaults are
+evaluated once, at import: imported after init_process_group, they hold the group.
+destroy_process_group() then frees nothing, and gloo's threads are torn down at interpreter
+shutdown, where a gloo thread that releases a tensor cannot take the GIL and the process aborts
+(CPython 3.13 and earlier end such a thread with pthread_exit; 3.14 hangs it instead,
+python/cpython#87135). --import-first imports torch.distributed.nn before joining.
 """
 import atexit
 import os
@@ -68,7 +72,7 @@ def main():
     dist.init_process_group("gloo", init_method="env://",
                             timeout=datetime.timedelta(seconds=30))
     try:
-        model = DistributedDataParallel(torch.nn.Linear(4, 4))   # imports torch.distributed.nn
+        model = DistributedDataParallel(torch.nn.Linear(4, 4))   # imports torch._dynamo
         model(torch.ones(2, 4)).sum().backward()
         del model
         if rank == 1:                   # join the last all_reduce once rank 0 is exiting

@@ -65,16 +65,29 @@ def aborted(run: JobRun) -> bool:
 
 
 def run_leaving(args=(), attempts: int = 4) -> JobRun:
-    """labs/scripts/leave_after_ddp.py, run again (up to `attempts` times) until a rank
-    aborts at exit. The abort needs a gloo thread to release a tensor just as Python shuts
-    down; the script arranges that timing, and it held in 34 of 35 runs measured on a loaded
-    2-core machine. A run that does not abort proves nothing, so the next run tries again.
-    With --import-first no rank can abort (the group ends before shutdown): one run."""
+    """labs/scripts/leave_after_ddp.py (DDP, then a late all_reduce), run again (up to
+    `attempts` times) until a rank aborts at exit. The abort needs a gloo thread to release
+    a tensor just as Python shuts down; the script arranges that timing, and it held in 34
+    of 35 runs measured on a loaded 2-core machine. A run that does not abort proves
+    nothing, so the next run tries again. With --import-first no rank can abort (the group
+    ends before shutdown): one run."""
     for _ in range(1 if "--import-first" in args else attempts):
         run = run_job("leave_after_ddp.py", nproc=2, args=list(args), deadline_s=60)
         if aborted(run):
             break
     return run
+
+
+def run_importing_dynamo(args=()) -> JobRun:
+    """labs/scripts/leave_after_dynamo.py: join, import torch._dynamo, destroy, count the
+    group's gloo threads (deterministic: one run)."""
+    return run_job("leave_after_dynamo.py", nproc=2, args=list(args), deadline_s=60)
+
+
+def threads_left(run: JobRun) -> list[int | None]:
+    """Each rank's count of the group's gloo worker threads after destroy_process_group(),
+    from the last number of its line (leave_after_ddp.py and leave_after_dynamo.py print it)."""
+    return [int(r.stdout.split(":")[-1]) if r.stdout.strip() else None for r in run.ranks]
 
 
 def show_exits(run: JobRun):

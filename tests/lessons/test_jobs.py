@@ -268,11 +268,11 @@ print("gloo threads after cli.main:", sum("gloo" in n for n in names))
 
 
 def test_cli_main_frees_the_group_after_a_ddp_demo():
-    """Lesson 06's demo trains with DDP, whose first construction imports torch.distributed.nn
-    (defaults `group=group.WORLD`, bound at import). cli.main imports it before joining, so
-    destroy_process_group() really ends the group: no gloo thread is left to be torn down at
-    interpreter shutdown, where one can abort the process (notebook 11, section 5). Without
-    that import this prints 3 (checked)."""
+    """Lesson 06's demo trains with DDP, whose first construction imports torch._dynamo, and
+    with it torch.distributed.nn (defaults `group=group.WORLD`, bound at import). cli.main
+    imports it before joining, so destroy_process_group() really ends the group: no gloo
+    thread is left to be torn down at interpreter shutdown, where one can abort the process
+    (notebook 11, section 5). Without that import this prints 3 (checked)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -284,3 +284,16 @@ def test_cli_main_frees_the_group_after_a_ddp_demo():
     assert done.stdout.splitlines() == ["rank 0 result: 0.00e+00",
                                         "gloo threads after cli.main: 0"], done.stdout
 
+
+
+def test_importing_dynamo_after_joining_pins_the_group_and_importing_first_frees_it():
+    """Notebook 11, section 5: no DDP, no compile, only `import torch._dynamo` after
+    init_process_group, and the group's gloo threads outlive destroy_process_group() (dynamo's
+    first import imports torch.distributed.nn, whose defaults hold group.WORLD). Imported
+    before joining, torch.distributed.nn holds nothing: both ranks count 0."""
+    pinned = view.run_importing_dynamo()
+    assert pinned.succeeded, pinned.ranks
+    assert view.threads_left(pinned) == [2, 2], [r.stdout for r in pinned.ranks]
+    freed = view.run_importing_dynamo(["--import-first"])
+    assert freed.succeeded, freed.ranks
+    assert view.threads_left(freed) == [0, 0], [r.stdout for r in freed.ranks]

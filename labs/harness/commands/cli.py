@@ -57,8 +57,9 @@ def main(demo, default_world_size: int = 4, argv=None) -> None:
     if under_torchrun():
         rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
         torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
-        # Before joining: DistributedDataParallel imports torch.distributed.nn, whose functions
-        # take `group=group.WORLD` as a default, evaluated at import. Imported after
+        # Before joining: the first import of torch._dynamo (DistributedDataParallel's
+        # constructor, torch.compile) imports torch.distributed.nn, whose functions take
+        # `group=group.WORLD` as a default, evaluated at import. Imported after
         # init_process_group, those defaults hold the group, destroy_process_group() frees
         # nothing, and gloo's threads end at interpreter shutdown, where one can abort the
         # process (notebook 11, section 5). Imported now, the defaults are None.
