@@ -17,7 +17,7 @@ import pytest
 from tests.course import ROOT
 from tests.harness.standin_index import simple_index, wheel
 
-# slow: each test makes a venv (pip included), seconds on a loaded machine: make test, not test-fast
+# slow: a venv (pip included) and pip runs, seconds on a loaded machine: make test, not test-fast
 pytestmark = [pytest.mark.skipif(not shutil.which("make"), reason="needs make"), pytest.mark.slow]
 
 
@@ -33,12 +33,21 @@ def indexes(tmp_path):
     return pypi, cpu, elsewhere
 
 
-def make_torch_install(tmp_path, pypi, torch_index):
-    """`make torch-install` into a venv of its own, pip seeing only the two indexes."""
+@pytest.fixture(scope="module")
+def empty_venv(tmp_path_factory):
+    """A venv with pip only, made once: each test installs into a copy of it (seconds saved)."""
+    venv = tmp_path_factory.mktemp("template") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    return venv
+
+
+def make_torch_install(tmp_path, pypi, torch_index, template, **pip_env):
+    """`make torch-install` into a fresh venv, pip seeing only the indexes given."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "MAKE"))}
     env.update(PIP_CONFIG_FILE=os.devnull, PIP_INDEX_URL=pypi, PIP_DISABLE_PIP_VERSION_CHECK="1",
-               PIP_NO_CACHE_DIR="1", PIP_RETRIES="0")
+               PIP_NO_CACHE_DIR="1", PIP_RETRIES="0", **pip_env)
     venv = tmp_path / "venv"
+    shutil.copytree(template, venv, symlinks=True)    # make would make the same (python -m venv)
     proc = subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), "torch-install",
                            f"VENV={venv}", f"PYTHON={sys.executable}", f"TORCH_INDEX={torch_index}"],
                           env=env, capture_output=True, text=True, timeout=300)
@@ -54,9 +63,18 @@ def installed(venv):
     return {name.lower(): version for name, version in pairs if name.lower() != "pip"}
 
 
-def test_make_installs_the_cpu_build_from_pypi_plus_the_cpu_index(tmp_path, indexes):
-    pypi, cpu, _ = indexes
-    proc, venv = make_torch_install(tmp_path, pypi, cpu)
+@pytest.mark.parametrize("way", ["TORCH_INDEX", "PIP_EXTRA_INDEX_URL"])
+def test_make_installs_the_cpu_build_from_pypi_plus_the_cpu_index(tmp_path, indexes, way,
+                                                                  empty_venv):
+    """The CPU index as make's TORCH_INDEX (its default is PyTorch's), or as a mirror of it
+    that the user's pip is set to (PIP_EXTRA_INDEX_URL, the override), the other index
+    serving no torch."""
+    pypi, cpu, elsewhere = indexes
+    if way == "TORCH_INDEX":
+        proc, venv = make_torch_install(tmp_path, pypi, cpu, empty_venv)
+    else:
+        proc, venv = make_torch_install(tmp_path, pypi, elsewhere, empty_venv,
+                                        PIP_EXTRA_INDEX_URL=cpu)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     have = installed(venv)
     assert have.get("torch") == "2.13.0+cpu", f"{have} (make said: {proc.stdout}{proc.stderr})"
@@ -66,9 +84,10 @@ def test_make_installs_the_cpu_build_from_pypi_plus_the_cpu_index(tmp_path, inde
     assert check.returncode == 0, check.stdout      # what `make setup` runs after the lock
 
 
-def test_without_the_cpu_index_make_stops_in_one_sentence_and_installs_nothing(tmp_path, indexes):
+def test_without_the_cpu_index_make_stops_in_one_sentence_and_installs_nothing(tmp_path, indexes,
+                                                                                empty_venv):
     pypi, _, elsewhere = indexes
-    proc, venv = make_torch_install(tmp_path, pypi, elsewhere)
+    proc, venv = make_torch_install(tmp_path, pypi, elsewhere, empty_venv)
     assert proc.returncode != 0
     said = [line for line in proc.stdout.splitlines() if line.startswith("make: ")]
     assert len(said) == 1, proc.stdout + proc.stderr
