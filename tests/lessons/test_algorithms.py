@@ -35,6 +35,7 @@ BUILTIN = "the lesson builds this from point-to-point sends and receives"
 PARTNERS = "in this method rank"
 
 
+@pytest.mark.all_lane          # the catalogue: make test-all
 @pytest.mark.parametrize("grader, bad, world_size, message", [
     ("tree_broadcast", "broadcast_builtin", 2, BUILTIN),
     ("tree_broadcast", "broadcast_star", 4, "after 3 rounds"),
@@ -59,6 +60,7 @@ def test_graders_reject_wrong_bodies(grader, bad, world_size, message):
         _grade(grader, f"{BODIES}:{bad}", world_size)
 
 
+@pytest.mark.all_lane          # the catalogue: make test-all
 @pytest.mark.parametrize("grader, good", [
     ("tree_broadcast", "broadcast_tree_far_first"),
     ("recursive_doubling_all_reduce", "doubling_far_first"),
@@ -69,6 +71,7 @@ def test_graders_accept_other_correct_styles(grader, good, world_size):
     _grade(grader, f"{BODIES}:{good}", world_size)
 
 
+@pytest.mark.all_lane          # the stubs proof: make test-all
 def test_graders_fail_on_the_stubs():
     for grader in ("tree_broadcast", "recursive_doubling_all_reduce",
                    "halving_doubling_all_reduce"):
