@@ -485,9 +485,9 @@ def test_make_check_grades_what_changed_and_remembers_the_rest(tmp_path, no_left
         "    return theirs(tensor, segment_bytes)\n\n\n"
         "def _was_pipelined_ring_all_reduce(tensor, segment_bytes=4 << 20):", 1))
     fifth = _check(course, grades, "--lesson=05")
-    assert re.search(r"FAILING\s+pipelined_ring_all_reduce .*communicated through "
-                     r"solutions/ring\.py:\d+ \(\w+\), the course's own code", fifth.stdout), \
-        fifth.stdout
+    assert re.search(r"FAILING\s+pipelined_ring_all_reduce: 1 problem, below\n\s+labs/ring\.py:\d+: "
+                     r".*communicated through solutions/ring\.py:\d+ \(\w+\), the course's own "
+                     r"code", fifth.stdout), fifth.stdout
 
 
 # -- what make check LESSON=04 says of a hang, of two problems, of a file that does not load --
