@@ -10,7 +10,8 @@ from tests.course import ROOT
 
 # What the lanes differ on: the graders, the browser, the catalogue and the stubs proof.
 PATHS = ["tests/graders", "tests/browser", "tests/harness/test_graders.py",
-         "tests/harness/test_exercise_contract.py"]
+         "tests/harness/test_exercise_contract.py", "tests/lessons/test_algorithms.py",
+         "tests/lessons/test_snippets.py"]
 
 # Two collections in subprocesses, ~25 s each on a loaded machine: a maintainers' check.
 pytestmark = [pytest.mark.slow, pytest.mark.all_lane]
@@ -39,7 +40,8 @@ def test_make_test_leaves_out_the_catalogue_the_stubs_proof_and_all_but_one_brow
     quick, _ = lanes["test"]
     left_in = [t for t in quick if re.search(
         r"test_a_wrong_body|test_a_correct_body|test_ring_job_grader|fails_on_its_stub"
-        r"|test_graders_fail_on_the_stubs", t)]
+        r"|test_graders_fail_on_the_stubs|test_graders_reject_wrong_bodies"
+        r"|test_graders_accept_other_correct_styles|test_grader_rejects_half_fixed_bodies", t)]
     assert not left_in, left_in
     browser = [t for t in quick if t.startswith("tests/browser/")]
     assert browser == ["tests/browser/test_jupyterlab.py::test_notebook_in_jupyterlab"
