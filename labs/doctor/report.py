@@ -64,12 +64,18 @@ def merged(findings: list[Finding]) -> list[Finding]:
         index[key], texts[key] = f, {(f.title, f.gloo, f.nccl)}
         out.append(f)
     for key, f in index.items():
-        if len(texts[key]) > 1:       # each rank's own peers: say whose words these are
-            r, others = f.where[0][0], [x for x in f.ranks if x != f.where[0][0]]
-            alike = f"; likewise on rank{'s' if len(others) > 1 else ''} " \
-                    f"{', '.join(map(str, others))} with their own peers"
+        if len(texts[key]) < 2:
+            continue
+        # each rank's own peers: say whose words these are, and that the others differ
+        r, others = f.where[0][0], [x for x in f.ranks if x != f.where[0][0]]
+        alike = (f"; likewise on ranks {', '.join(map(str, others))} with their own peers"
+                 if len(others) > 1 else f"; likewise on rank {others[0]} with its own peers")
+        if len({t for t, _, _ in texts[key]}) > 1:
             f.title = f"rank {r}: {f.title}{alike}"
-            f.gloo = f"rank {r}: {f.gloo}"
+        elif not f.gloo.startswith(f"rank {r}"):
+            f.gloo = f"rank {r}: {f.gloo}{alike}"
+        else:
+            f.gloo += alike
     return out
 
 
