@@ -102,6 +102,17 @@ def _describe(m) -> str:
     return f"{m.get('cpus')} CPUs, torch {m.get('torch')}, {m.get('platform')}"
 
 
+def keep(path, ranks: int, key: str, value) -> None:
+    """`save` on rank 0 during a run: a file that cannot be written costs the next run a
+    duel, not this run its ranks (an exception on rank 0 alone would leave the others
+    waiting in the next collective)."""
+    try:
+        save(path, ranks, key, value)
+    except OSError as exc:
+        print(f"best_all_reduce: could not save to {shown(path)} ({exc}); the choice holds "
+              f"for this run only", flush=True)
+
+
 def save(path, ranks: int, key: str, value) -> None:
     """Set ranks[str(ranks)][key] = value in the file, keeping what else it holds (for this
     machine), atomically: a reader never sees half a file."""
@@ -245,7 +256,7 @@ def _decide(world_size, cls, path):
         return OPTIONS[code.item()]
     found = duel(world_size, cls, model_for(world_size, path))
     if dist.get_rank() == 0:
-        save(path, world_size, label(cls), asdict(found))
+        keep(path, world_size, label(cls), asdict(found))
     LOG.append((world_size, cls, "measured"))
     return found.runs
 
@@ -280,7 +291,7 @@ def model_for(world_size, path, refit=False) -> Model:
         return Model(*box[1:].tolist())
     model = fit()
     if dist.get_rank() == 0:
-        save(path, world_size, "model", {"alpha": model.alpha, "beta": model.beta,
+        keep(path, world_size, "model", {"alpha": model.alpha, "beta": model.beta,
                                          "gamma": model.gamma})
     return model
 
@@ -319,7 +330,7 @@ def calibrate(sizes=CLASSES) -> dict:
     for cls in sorted({size_class(n) for n in sizes}):
         out[cls] = found = duel(p, cls, model)
         if dist.get_rank() == 0:
-            save(path, p, label(cls), asdict(found))
+            keep(path, p, label(cls), asdict(found))
         _DECIDED[(where, p, cls)] = found.runs
         LOG.append((p, cls, "measured"))
     return out

@@ -184,3 +184,12 @@ def test_the_machine_is_named_without_the_host():
     m = choices.machine()
     assert set(m) == {"cpus", "torch", "platform", "backend"}
     assert socket.gethostname() not in json.dumps(m)
+
+
+def test_a_file_that_cannot_be_written_costs_a_duel_not_the_run(tmp_path, capsys):
+    (tmp_path / "plain").write_text("a file, not a folder")
+    path = tmp_path / "plain" / "choices.json"
+    res = launch(decide_then_calibrate, 2, args=([4 * KIB], False), env=_env(path),
+                 timeout=120)
+    assert res[0][0] == res[1][0] and res[0][0][0][2] == "measured"
+    assert "could not save to" in capsys.readouterr().out
