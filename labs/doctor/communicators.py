@@ -60,11 +60,9 @@ def _batched_with(run, peer) -> bool:
     return any(c.p2p and c.batch is not None and c.peer == peer for c in run.calls)
 
 
-def lazy_findings(runs) -> list:
-    """Pairs whose communicator would never be created: a cycle of first calls, or a pair
-    one side reaches ungrouped and the other only in batches."""
-    if eager(runs):
-        return []
+def _waiting(runs) -> dict:
+    """Create the pairs' communicators as the ranks reach their first calls (a pair when
+    both ranks' next first call is to each other); rank -> the call it would wait in."""
     steps = {r: _firsts(run, set(runs)) for r, run in runs.items()}
     at = {r: 0 for r in runs}
     moved = True
@@ -75,7 +73,15 @@ def lazy_findings(runs) -> list:
                 p = steps[r][at[r]].peer
                 if at[p] < len(steps[p]) and steps[p][at[p]].peer == r:
                     at[r], at[p], moved = at[r] + 1, at[p] + 1, True
-    waiting = {r: steps[r][at[r]] for r in runs if at[r] < len(steps[r])}
+    return {r: steps[r][at[r]] for r in runs if at[r] < len(steps[r])}
+
+
+def lazy_findings(runs) -> list:
+    """Pairs whose communicator would never be created: a cycle of first calls, or a pair
+    one side reaches ungrouped and the other only in batches."""
+    if eager(runs):
+        return []
+    waiting = _waiting(runs)
     edges = {r: {c.peer} & set(waiting) for r, c in waiting.items()}
     out = []
     for comp in tarjan(edges):
