@@ -25,7 +25,8 @@ LAZY_SOURCE = ("torch ProcessGroupNCCL.cpp, pointToPoint (an ungrouped op's comm
                "getKeyFromDevice, the group's communicator; with device_id, "
                "distributed_c10d.py _new_process_group_helper calls "
                "eager_connect_single_device and pointToPoint reuses that communicator "
-               "(pytorch/pytorch#129140, #132900)")
+               "(pytorch/pytorch#129140, #132900; torch 2.13 ProcessGroupNCCL.hpp: eagerInit_, "
+               "TORCH_NCCL_SHOW_EAGER_INIT_P2P_SERIALIZATION_WARNING)")
 LAZY_NCCL = ("a hang at any message size. Without device_id in init_process_group, NCCL "
              "creates a 2-rank communicator for each pair at the pair's first ungrouped send "
              "or receive, and both ranks must take part: {chain}, so no pair is ever "

@@ -23,8 +23,9 @@ def any_source_findings(runs) -> list:
     return [Finding("any_source", f"{c.describe()}", (c.rank,), [(c.rank, c.where)],
                     FINE_ON_GLOO, "NCCL has no any-source receive: src=None raises there",
                     "torch 2.13 distributed_c10d.py recv/irecv (src=None calls "
-                    "ProcessGroup.recv_anysource); ProcessGroupNCCL.cpp recvAnysource throws "
-                    "'ProcessGroupNCCL does not support recvAnysource'", True)
+                    "ProcessGroup.recv_anysource); ProcessGroupNCCL's recvAnysource, listed "
+                    "under 'Unsupported Ops' in torch 2.13's ProcessGroupNCCL.hpp, raises",
+                    True)
             for run in runs.values() for c in run.calls if c.kind == "recv" and c.peer is None
             and not c.raised]
 
