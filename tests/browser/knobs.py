@@ -100,6 +100,13 @@ def answer_prediction(page, box, what: str) -> str:
     box.scroll_into_view_if_needed()        # cells out of view render no text
     choice = box.locator(".widget-radio-box label").first
     picked = choice.inner_text().strip()
+    # Run All has run the demo: the widget must not tell what it did before a pick.
+    before = box.locator(".widget-html").last.inner_text()
+    assert "Pick" in before and not re.search(r"[Tt]he run:|[Yy]ou predicted", before), \
+        f"{what}: the prediction widget shows the answer before any pick: {before!r}"
+    choices = box.locator(".widget-radio-box label").all_inner_texts()
+    assert not [c for c in choices if c.strip() and c.strip() in before], \
+        f"{what}: the prediction widget names a choice before any pick: {before!r}"
     choice.click()
     wait_until(lambda: re.search(r"[Yy]ou predicted", box.inner_text()), 20,
                f"{what}: the prediction widget to compare {picked!r} with the run")
