@@ -6,6 +6,7 @@ import contextvars
 import re
 
 from labs import HangError, WorkerError, launch
+from labs.harness.grading import gloo_said
 from labs.harness.launch.messages import describe_statuses
 from labs.harness.launch.spec import PROGRESS_CAP, STUCK_SECONDS
 from labs.harness.ranks.exercises import SOLUTIONS_ENV
@@ -87,22 +88,28 @@ def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
             raise unsolved_failure(exc.unsolved.values(), what) from None
         checked = {r: c for r, c in exc.causes.items() if c.startswith("GradeFailure: ")}
         if checked:     # a check inside the worker failed: its message says it all
-            rank = min(checked)
-            whole = exc.messages.get(rank) or checked[rank].removeprefix("GradeFailure: ")
-            who = "" if whole.startswith(f"rank {rank} ") or _LOCATED.match(whole) \
-                else f"rank {rank}: "
-            case = _case(exc, rank).removeprefix(", ")
-            problems = [who + line + (f" [{case}]" if case else "")
-                        for line in whole.splitlines() if line.strip()]
-            raise GradeFailure(f"{what} (world_size={world_size}{_case(exc, rank)}): {who}"
-                               + "\n".join(line for line in whole.splitlines() if line.strip()),
-                               problems=problems) from None
+            raise _checked_failure(exc, min(checked), what, world_size) from None
         rank = min(exc.ranks) if exc.ranks else 0
+        cause = _cause(exc.causes.get(rank, 'failed'))
+        said = gloo_said.explained(exc)     # gloo's failures in lesson 04's words
+        if said:
+            rank, cause = said
         raise GradeFailure(f"{what} (world_size={world_size}{_case(exc, rank)}): rank {rank} "
-                           f"{_cause(exc.causes.get(rank, 'failed'))}\n{_where(exc, rank)}"
-                           ) from None
+                           f"{cause}\n{_where(exc, rank, said is not None)}") from None
     except HangError as exc:
         raise _hang_failure(exc, what, world_size) from None
+
+
+def _checked_failure(exc: WorkerError, rank: int, what: str, world_size: int) -> GradeFailure:
+    """A GradeFailure raised in a worker (rank `rank`'s, the first): each line of its
+    message one problem, each told once with the case it showed in."""
+    whole = exc.messages.get(rank) or exc.causes[rank].removeprefix("GradeFailure: ")
+    who = "" if whole.startswith(f"rank {rank} ") or _LOCATED.match(whole) else f"rank {rank}: "
+    lines = [line for line in whole.splitlines() if line.strip()]
+    case = _case(exc, rank).removeprefix(", ")
+    problems = [who + line + (f" [{case}]" if case else "") for line in lines]
+    return GradeFailure(f"{what} (world_size={world_size}{_case(exc, rank)}): {who}"
+                        + "\n".join(lines), problems=problems)
 
 
 def _hang_failure(exc: HangError, what: str, world_size: int) -> GradeFailure:
@@ -152,14 +159,16 @@ def _case(exc, rank) -> str:
     return f", {note}" if note.startswith("case ") else ""
 
 
-def _where(exc, rank) -> str:
+def _where(exc, rank, explained=False) -> str:
     """The WorkerError's report without what the first line already says (that rank's
-    cause) and without the notebook's "Details: err.tracebacks..." pointer: your code's
-    lines (innermost first), then the other ranks."""
+    cause; `explained`: gloo's own words, said in the lesson's) and without the notebook's
+    "Details: ..." pointer: your code's lines (innermost first), then the other ranks."""
     lines = str(exc).splitlines()
     if lines and lines[0].startswith(f"rank {rank} ") and exc.causes.get(rank, "\0") in lines[0]:
         lines = lines[1:]
-    return "\n".join(line for line in lines if not line.startswith("Details: err."))
+    lines = [gloo_said.retold(line) if explained else line for line in lines]
+    return "\n".join(line for line in lines
+                     if line is not None and not line.startswith("Details: "))
 
 
 def _cause(cause: str) -> str:
