@@ -217,3 +217,50 @@ def test_the_lessons_functions_a_body_may_not_call_are_all_listed():
     from labs.harness.grading import lessons
     assert lessons.scan() == lessons.LESSONS_FUNCTIONS, \
         "update LESSONS_FUNCTIONS in labs/harness/grading/lessons.py to what scan() finds"
+
+
+def test_a_messages_gradient_pieces_are_found_whatever_its_scale():
+    """The positional probe (sums.py): element j of a message adding up ranks m holds
+    c * (m + k * j * 2**p) for the body's scale c. Two gradients (positions 0-4 and 5-9)
+    packed last first: one descent between two pieces, at any scale (a mean may divide
+    before the ring); one gradient reversed: four descents in one piece."""
+    from labs.harness.grading.buffers import decoded
+    world_size, ranks, k = 2, 3, 2
+
+    def message(positions, scale):
+        return torch.tensor([scale * (ranks + k * j * 2 ** world_size) for j in positions])
+    for scale in (1.0, 0.5, 1 / 3, 0.7, 1e-3):
+        _, descents, _, pieces = decoded([message([5, 6, 7, 8, 9, 0, 1, 2, 3, 4], scale)],
+                                         world_size, starts=(0, 5))
+        assert (descents, pieces) == (1, 2), scale
+        _, descents, _, pieces = decoded([message([4, 3, 2, 1, 0], scale)], world_size,
+                                         starts=(0, 5))
+        assert (descents, pieces) == (4, 1), scale
+
+
+def test_gloos_own_failures_are_told_in_lesson_04s_words():
+    """A receiver killed by gloo for a buffer smaller than the message, a send to the rank's
+    own process: what the code did, not the signal or the enforce line."""
+    from labs import WorkerError
+    from labs.harness.grading import gloo_said
+    aborted = WorkerError("rank 1 was killed by signal SIGABRT", ranks=[1],
+                          causes={1: "was killed by signal SIGABRT"})
+    aborted.outputs = {1: "terminate called after throwing an instance of "
+                          "'gloo::EnforceNotMet'\n  what():  [enforce fail at /x/gloo/transport/"
+                          "tcp/pair.cc:456] op.preamble.length <= op.nbytes. 96 vs 48. Received "
+                          "data size doesn't match expected size."}
+    aborted.trace = [_event(1, "irecv", 3, peer=0, numel=12, dtype="float32"),
+                     _event(0, "isend", 3, peer=1, numel=12, dtype="int64")]
+    aborted.trace[0].t_done = None
+    rank, said = gloo_said.explained(aborted)
+    assert rank == 1 and said.startswith("received a message larger than its buffer (96 bytes "
+                                         "into a buffer of 48 in irecv(from 0")
+    assert "rank 0 sent isend(to 1" in said and "lesson 04" in said
+    assert gloo_said.retold("  what():  [enforce fail at x.cc:1] ...") is None
+    itself = WorkerError("", ranks=[0], causes={0: "RuntimeError: [enforce fail at /x/gloo/"
+                                                   "transport/tcp/pair.cc:801] state_ >= "
+                                                   "CONNECTED. 1 vs 4. Pair is not connected"})
+    itself.outputs, itself.trace = {}, [_event(0, "irecv", 0, peer=0)]
+    rank, said = gloo_said.explained(itself)
+    assert rank == 0 and said.startswith("sent to or received from itself (irecv(from 0")
+    assert "[enforce fail" not in said and "lesson 04" in said

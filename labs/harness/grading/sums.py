@@ -67,9 +67,9 @@ def _fill(t, rank, world_size, first, block=1):
 def probe_args(args: tuple, world_size: int, rank: int, positional=False):
     """The call's arguments with the data (the first argument) holding 2**rank everywhere
     (or, `positional`, the positional probe above): a tensor replaced by a contiguous one of
-    its shape (at least one element per rank: with fewer, which rank's chunk is empty
-    depends on how it is cut), a model by a copy whose gradients hold it. None where the
-    probe says nothing: one rank, or a dtype that cannot hold every sum exactly. A model's
+    its shape, a model by a copy whose gradients hold it. None where the probe says
+    nothing: one rank, fewer elements than ranks, or a dtype that cannot hold every sum
+    exactly. A model's
     gradients are positional where they can be (not a non-contiguous one, whose order a
     body may read either way); the others hold 2**rank."""
     if world_size < 2 or not args:
@@ -85,9 +85,12 @@ def probe_args(args: tuple, world_size: int, rank: int, positional=False):
             _fill(g, rank, world_size, first)
         return (model, *args[1:]) if any(f is not None for f in firsts) or not positional \
             else None
-    if not isinstance(data, torch.Tensor) or not _holds_sums(data.dtype, world_size):
+    # Fewer elements than ranks: which rank's chunk is empty depends on how the body cuts
+    # the tensor, and a probe of another shape would grade a call the reader never made.
+    if not isinstance(data, torch.Tensor) or not _holds_sums(data.dtype, world_size) or \
+            data.numel() < world_size:
         return None
-    shape = data.shape if data.numel() >= world_size else (world_size,)
+    shape = data.shape
     if positional and data.dtype not in POSITIONAL:
         return None
     probe = torch.empty(shape, dtype=data.dtype)
@@ -190,10 +193,14 @@ def _named(values, world_size) -> str:
 
 
 def _probe_words(world_size, positional) -> str:
+    """The call the grader made to see the sums: the reader's own shape and dtype, other
+    values."""
     if positional:
-        return (f"when every rank's data held 2**rank in each element (plus a multiple of "
+        return (f"when the grader called it again with the same shape and dtype, every "
+                f"rank's data holding 2**rank in each element (plus a multiple of "
                 f"2**{world_size} that says where the element sits)")
-    return "when every rank's data held 2**rank everywhere"
+    return ("when the grader called it again with the same shape and dtype, every rank's "
+            "data holding 2**rank everywhere")
 
 
 def _subsets_problems(mine, method, rank, world_size, positional) -> list[str]:

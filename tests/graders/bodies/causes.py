@@ -107,12 +107,19 @@ def ring_floor_chunks(tensor):
 def ring_gather_floor_bounds(tensor):
     """The reduce-scatter on chunk_bounds, then an all-gather on bounds of its own
     (c * numel // n): where those differ, it forwards elements no rank has finished."""
-    from solutions.ring import ring_reduce_scatter
+    from labs.ring import chunk_bounds
     flat, rank, n = tensor.view(-1), dist.get_rank(), dist.get_world_size()
     if n == 1:
         return tensor
-    ring_reduce_scatter(tensor)
     numel, nxt, prev = flat.numel(), (rank + 1) % n, (rank - 1) % n
+    bounds = [flat[a:b] for a, b in chunk_bounds(numel, n)]
+    for step in range(n - 1):
+        out, into = bounds[(rank - step - 1) % n], bounds[(rank - step - 2) % n]
+        inc = torch.empty_like(into)
+        for work in dist.batch_isend_irecv([dist.P2POp(dist.isend, out.clone(), nxt),
+                                            dist.P2POp(dist.irecv, inc, prev)]):
+            work.wait()
+        into.add_(inc)
 
     def chunk(c):
         return flat[c * numel // n:(c + 1) * numel // n]
@@ -144,3 +151,23 @@ def all_to_all_itself_included(outputs, inputs):
     for work in dist.batch_isend_irecv(ops):
         work.wait()
     return outputs
+
+
+def ring_chunks_counted_up(tensor):
+    """The ring's route (to rank + 1), but the chunks counted up (rank + step): each rank
+    forwards a chunk it has not added to yet."""
+    from labs.ring import chunk_bounds
+    flat, rank, n = tensor.view(-1), dist.get_rank(), dist.get_world_size()
+    if n == 1:
+        return tensor
+    nxt, prev = (rank + 1) % n, (rank - 1) % n
+    chunks = [flat[a:b] for a, b in chunk_bounds(flat.numel(), n)]
+    for phase in range(2):
+        for step in range(n - 1):
+            out, into = chunks[(rank + step + phase) % n], chunks[(rank + step - 1 + phase) % n]
+            inc = torch.empty_like(into)
+            for work in dist.batch_isend_irecv([dist.P2POp(dist.isend, out.clone(), nxt),
+                                                dist.P2POp(dist.irecv, inc, prev)]):
+                work.wait()
+            into.add_(inc) if phase == 0 else into.copy_(inc)
+    return tensor

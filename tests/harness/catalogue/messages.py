@@ -16,7 +16,9 @@ STAR = ("in this method rank", "never received", "never sent", "the method sends
 
 # A mismatch a checked exchange lets through: which rank sees it first is a race (the data's
 # receive aborts on the short side, or a rank raises only after its data was sent).
-CHECKED_LATE = ("returned instead of raising ValueError", "killed by signal",
+# gloo's abort of a receiver whose buffer is smaller than the message, in lesson 04's words
+TOO_BIG = "received a message larger than its buffer"
+CHECKED_LATE = ("returned instead of raising ValueError", "killed by signal", TOO_BIG,
                 "refuse before that data moves")
 SUMS_ANY = ("other values than the method's partial sums", "add up no rank's data",
             "out of the tensor's order")
