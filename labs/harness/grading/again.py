@@ -89,6 +89,12 @@ class CalledAgain:
         del second, args, kwargs
         return self._kept(kept, values, box, ops)
 
+    def _probed(self, result, args, kwargs, refused, first_reference) -> list[str]:
+        """The sums probe's problems (graded.py), for a call that returned the right values:
+        every rank probes (it communicates), a wrong result is the value check's to say."""
+        problems = self._sums_probe(args, kwargs, refused)
+        return problems if self._right_first(result, args, first_reference) else []
+
     def _right_first(self, result, args, first_reference) -> bool:
         """The call returned (and wrote) the reference's values, within rounding. Else the
         probes that follow (the sums probe, on inputs of its own) have nothing to add: the

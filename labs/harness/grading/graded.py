@@ -161,9 +161,7 @@ class GradedBody(CalledAgain):
             problems = self._call_again((result, [a for i, a in enumerate(args)
                                                   if i in self.method.writes]), box,
                                         first_reference)
-        if not problems:     # every rank probes (it communicates); a wrong result says why
-            probed = self._sums_probe(args, kwargs, refused)
-            problems = probed if self._right_first(result, args, first_reference) else []
+        problems = problems or self._probed(result, args, kwargs, refused, first_reference)
         self._raise_if(problems)
         if not self.method.returns_requests:      # those results fill in after return
             with torch._C.DisableTorchFunctionSubclass():
