@@ -89,7 +89,7 @@ class CalledAgain:
         del second, args, kwargs
         return self._kept(kept, values, box, ops)
 
-    def _probed(self, result, args, kwargs, refused, first_reference) -> list[str]:
+    def _sums_if_right(self, result, args, kwargs, refused, first_reference) -> list[str]:
         """The sums probe's problems (graded.py), for a call that returned the right values:
         every rank probes (it communicates), a wrong result is the value check's to say."""
         problems = self._sums_probe(args, kwargs, refused)

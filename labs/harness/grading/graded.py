@@ -161,7 +161,7 @@ class GradedBody(CalledAgain):
             problems = self._call_again((result, [a for i, a in enumerate(args)
                                                   if i in self.method.writes]), box,
                                         first_reference)
-        problems = problems or self._probed(result, args, kwargs, refused, first_reference)
+        problems = problems or self._sums_if_right(result, args, kwargs, refused, first_reference)
         self._raise_if(problems)
         if not self.method.returns_requests:      # those results fill in after return
             with torch._C.DisableTorchFunctionSubclass():
