@@ -15,6 +15,8 @@ One job per module:
 
     agent        the rank side: gloo forced, the record and the buffer watch, events to a file
     watch        buffers used while in flight (a TorchDispatchMode)
+    cuda         CUDA onto the CPU inside the ranks (a TorchFunctionMode for devices)
+    standin      the stand-in torch.cuda: devices, streams and events, recorded not run
     events       the Event each rank writes, one JSON line each
     run          the parent side: torchrun with a deadline, a hang stopped, nothing left
     ranks        each rank's events read back as calls

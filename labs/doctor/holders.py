@@ -16,7 +16,8 @@ from collections import Counter
 ADVICE = {
     "P2POp": "drop the P2POp objects before destroy_process_group() (build them inside a "
              "function, or `del ops`)",
-    "defaults": "import torch.distributed.nn before init_process_group (DDP imports it)",
+    "defaults": ("import torch.distributed.nn before init_process_group (the first import of "
+                 "torch._dynamo, by DDP or torch.compile, imports it)"),
 }
 
 
