@@ -19,10 +19,11 @@ from pathlib import Path
 from labs.harness import COURSE_ROOT
 
 LESSONS_FUNCTIONS = {
-    "algorithms": ("tree_reduce", "calibrate", "duel", "compare"),
+    "algorithms": ("tree_reduce", "compare"),
     "batching": ("anatomy", "validation_errors", "unchecked_peer", "ungrouped_exchange",
                  "asymmetric_batch", "batch_on_gloo", "order_inside_batch", "fifo_same_pair",
                  "tags_out_of_order", "subgroup_peers", "demo"),
+    "choices": ("duel", "_pairs", "_agree", "_decide", "model_for", "fit"),
     "collectives": ("run_builtin", "ring_shift", "shift_by_all_gather", "uneven_all_to_all",
                     "empty_batch"),
     "deadlocks": ("head_to_head", "ring_of_blocking_sends", "unmatched_recv", "tag_mismatch",
