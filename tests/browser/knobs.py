@@ -101,7 +101,10 @@ def answer_prediction(page, box, what: str) -> str:
     choice = box.locator(".widget-radio-box label").first
     picked = choice.inner_text().strip()
     # Run All has run the demo: the widget must not tell what it did before a pick.
-    before = box.locator(".widget-html").last.inner_text()
+    # (its text is laid out a moment after the cell scrolls into view: wait for some text)
+    feedback = box.locator(".widget-html").last
+    before = wait_until(lambda: feedback.inner_text().strip(), 20,
+                        f"{what}: the prediction widget to show its text")
     assert "Pick" in before and not re.search(r"[Tt]he run:|[Yy]ou predicted", before), \
         f"{what}: the prediction widget shows the answer before any pick: {before!r}"
     choices = box.locator(".widget-radio-box label").all_inner_texts()
