@@ -1,7 +1,7 @@
 """`python -m labs.bench algorithms`: lesson 10's all-reduces and best_all_reduce vs gloo's.
 
 Options: --world-sizes 2,4  --sizes 4K,...,16M  --names ring,doubling,halving-doubling,best
---reps 15  --warmup 2  --out bench-results/algorithms.png  --cache FILE  --calibrate.
+--reps 45  --warmup 2  --out bench-results/algorithms.png  --cache FILE  --calibrate.
 Gloo's all_reduce runs twice per repetition ("all_reduce again"): the ratio of a call to
 itself is the run's noise floor. best_all_reduce uses the choices saved in its file (the
 learner's .p2p-cache/best_all_reduce.json unless --cache), measuring the ones missing.
@@ -26,7 +26,7 @@ def _row(world_size, nbytes, names, reps, warmup, decided, env) -> dict:
             "choice": decided[nbytes][0], "source": decided[nbytes][1]}
 
 
-def bench_algorithms(world_sizes=(2, 4), sizes=None, names=None, reps=15, warmup=2,
+def bench_algorithms(world_sizes=(2, 4), sizes=None, names=None, reps=45, warmup=2,
                      out="bench-results/algorithms.png", progress=True, cache=None,
                      calibrate=False):
     """Time lesson 10's all-reduces and gloo's at every (world size, size), interleaved.

@@ -44,7 +44,9 @@ def _add_algorithms(sub) -> None:
                    help=f"comma-separated sizes in bytes (default {algorithms.SIZES})")
     p.add_argument("--names", default=algorithms.NAMES,
                    help="from labs.algorithms.CALLS (gloo's all_reduce is always timed)")
-    p.add_argument("--reps", type=int, default=15, help="timed repetitions per size (>= 5)")
+    p.add_argument("--reps", type=int, default=45,
+                   help="timed repetitions per size (>= 5; 45: at 4 ranks on 2 cores, 15 let a "
+                        "2x win show in one run and not the next)")
     p.add_argument("--warmup", type=int, default=2, help="untimed repetitions per size")
     p.add_argument("--out", default="bench-results/algorithms.png",
                    help="plot file ('' for none)")
