@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from labs.doctor import CLEAN, cuda
+from tests.doctor.sweeps import over_sizes
 from tests.doctor.test_doctor import at, doctor, finding
 
 MAPPED = "CUDA mapped onto the CPU (streams and events recorded, not run)"
@@ -24,7 +25,7 @@ def p2p_streams(report) -> set:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("nproc", [2, 3, 4])
+@pytest.mark.parametrize("nproc", over_sizes(2, 3, 4))
 def test_ring_attention_written_for_gpus_is_clean(nproc):
     report = doctor(RING, nproc)
     assert report.findings == [] and report.status == 0, report.text()

@@ -10,6 +10,7 @@ import pytest
 
 from labs.doctor import CLEAN, Job, examine
 from labs.harness.commands.torchrun import ROOT
+from tests.doctor.sweeps import over_sizes
 
 pytestmark = pytest.mark.slow
 NCCL = ROOT / "labs" / "scripts" / "doctor" / "nccl"
@@ -92,11 +93,12 @@ def test_a_ring_of_isends_at_two_ranks_meets_its_pair():
 
 
 # every fixed twin at 2, 3 and 4 ranks: a clean bill must not depend on the world size
+# (make test: at 3, tests/doctor/sweeps.py)
 FIXED = [(script, n) for script in ("works_loop.py", "ring_batched.py", "tags_in_order.py",
                                      "eager_ring_batched.py") for n in (2, 3, 4)]
 
 
-@pytest.mark.parametrize("script, nproc", FIXED)
+@pytest.mark.parametrize("script, nproc", over_sizes(*FIXED))
 def test_each_fixed_twin_gets_a_clean_bill(script, nproc):
     report = doctor(NCCL / script, nproc)
     assert report.status == 0 and not report.problems, report.text()

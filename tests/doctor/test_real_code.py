@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from labs.doctor import CLEAN
+from tests.doctor.sweeps import over_sizes
 from tests.doctor.test_doctor import at, doctor, finding
 
 pytestmark = pytest.mark.slow
@@ -33,7 +34,7 @@ def test_torch_pipelining_schedules_are_clean_and_their_batches_recorded(args):
     assert ("CUDA mapped onto the CPU" in report.text()) == ("--cuda" in args)
 
 
-@pytest.mark.parametrize("nproc", [2, 3, 4])
+@pytest.mark.parametrize("nproc", over_sizes(2, 3, 4))
 def test_megatron_style_neighbour_exchange_is_clean(nproc):
     report = doctor(MEGATRON, nproc)
     assert report.findings == [] and report.status == 0, report.text()

@@ -11,7 +11,7 @@ from tests.course import ROOT
 # What the lanes differ on: the graders, the browser, the catalogue and the stubs proof.
 PATHS = ["tests/graders", "tests/browser", "tests/harness/test_graders.py",
          "tests/harness/test_exercise_contract.py", "tests/lessons/test_algorithms.py",
-         "tests/lessons/test_snippets.py"]
+         "tests/lessons/test_snippets.py", "tests/doctor"]
 
 # Two collections in subprocesses, ~25 s each on a loaded machine: a maintainers' check.
 pytestmark = [pytest.mark.slow, pytest.mark.all_lane]
@@ -60,3 +60,24 @@ def test_make_test_grades_each_exercise_at_its_smallest_world_size_and_at_5(lane
     assert every and set(quick) == set(every), "every grader runs in make test"
     for grader, have in every.items():
         assert quick[grader] == {min(have), 5 if 5 in have else max(have)}, (grader, have)
+
+
+def test_make_test_runs_each_doctor_sweep_at_one_world_size(lanes):
+    """A doctor test swept over world sizes (tests/doctor/sweeps.py) runs once in make test,
+    at every size in make test-all."""
+    def sizes(tests):
+        found = {}
+        for t in tests:
+            m = re.match(r"(tests/doctor/[^:]+::\w+)\[(?:(.+)-)?(\d)\]$", t)    # [script-]nproc
+            if m and "sweep" in SWEPT.get(m[1].split("::")[1], ""):
+                found.setdefault((m[1], m[2]), set()).add(int(m[3]))
+        return found
+    every, quick = sizes(lanes["all"][0]), sizes(lanes["test"][0])
+    assert every and set(quick) == set(every), "every doctor sweep runs in make test"
+    for sweep, have in every.items():
+        assert have == {2, 3, 4} and quick[sweep] == {3}, (sweep, have, quick[sweep])
+
+
+SWEPT = {"test_ring_attention_written_for_gpus_is_clean": "sweep",
+         "test_megatron_style_neighbour_exchange_is_clean": "sweep",
+         "test_each_fixed_twin_gets_a_clean_bill": "sweep"}
