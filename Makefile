@@ -1,6 +1,6 @@
 # Point-to-point, demystified: the two commands.
 #   make lab    set up .venv (first time only) and open the course in JupyterLab
-#   make test   set up .venv and run the tests a reader needs (under 10 minutes on 2 cores):
+#   make test   set up .venv and run the tests a reader needs (about 15 minutes on 2 cores):
 #               harness, lessons, claims ledger, every notebook, the graders vs solutions/
 #               at their fast world sizes, the doctor, one notebook in real JupyterLab
 #   make test-all  (maintainers, CI: .ci/run) make test plus the tests marked all_lane:
@@ -78,7 +78,7 @@ reset: $(STAMP)
 
 # The two lanes (conftest.py's --lane; the tests each leaves out are marked all_lane, next to
 # each test, pytest.ini). make test: what a reader needs to know that the course works on their
-# machine, under 10 minutes on 2 cores from a fresh clone, set-up included: the set-up checks,
+# machine, about 15 minutes on 2 cores from a fresh clone, set-up included: the set-up checks,
 # lint, the harness and lesson tests, the claims ledger, every notebook under strict nbval and
 # as a learner has it (unsolved), every grader against solutions/ at its fast world sizes (the
 # smallest and 5), the doctor, the installer, one notebook with widgets in real JupyterLab.

@@ -248,7 +248,7 @@ def test_readme_first_screen_is_the_two_commands_and_nothing_to_do_before():
     assert before.count("\n") < 30, "the two commands are on the first screen"
     for chore in ("PIP_EXTRA_INDEX_URL", "TORCH_INDEX", "export ", "pip install", "apt"):
         assert chore not in before, f"{chore!r} before the two commands"
-    assert "10 minutes" in block[1], "make test says what it costs"
+    assert re.search(r"\d+ minutes", block[1]), "make test says what it costs"
 
 
 def test_readme_lists_every_exercise():
