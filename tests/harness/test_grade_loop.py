@@ -393,3 +393,17 @@ def test_the_memory_forgets_a_damaged_file(tmp_path):
     assert memory.Memory(path).recall("t", "k") == {"nodeid": "t"}
     assert memory.Memory(path).recall("t", "other key") is None
 
+
+
+def test_a_hang_in_a_grader_parametrized_by_dtype_still_gives_a_sheet():
+    """Its skipped runs have no world size: the sheet names them by their ids, it does not
+    crash comparing None with None (and loses every lesson's grades)."""
+    hung = Graded(f"{G}test_ring.py::test_ring_all_reduce[float16]", ("ring_all_reduce",),
+                  "failing", "ring_all_reduce hung", hung=True)
+    skipped = [Graded(f"{G}test_ring.py::test_ring_all_reduce[{d}]", ("ring_all_reduce",),
+                      "skipped", "not graded", hung=True) for d in ("int64", "bfloat16")]
+    row = next(r for r in grade_sheet([hung, *skipped], RING, {}, lesson="05").rows
+               if r.exercise == "ring_all_reduce")
+    assert row.status == "FAILING"
+    assert row.problems[-1].endswith("(not graded at bfloat16, int64: a hang stops its grader, "
+                                     "one is enough to fix first)")
