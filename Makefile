@@ -112,7 +112,8 @@ test-fast: $(STAMP) lint
 # when what it grades changed (your code, the code it uses, the grader, the course's machinery).
 #   make check             every lesson          make check LESSON=05   one, with every problem
 #   make check FRESH=1     forget what was remembered and grade everything again
-# Exit status 0 while the only failures are exercises not started yet; 1 if one you wrote fails.
+# Exit status 0 while the only failures are exercises not started yet; when one you wrote fails,
+# pytest exits 1 and make says so ("*** [Makefile:...: check] Error 1", make's own status 2).
 # No nbval (pytest.ini's addopts): the graders need no notebooks, and it takes seconds to load.
 GRADES := $(VENV)/p2p-grades.json
 

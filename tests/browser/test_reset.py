@@ -140,6 +140,9 @@ def assert_refusal(said: str, kernel: str) -> None:
     assert kernel in said
     assert f"1. In JupyterLab, close the tab {LESSON} (the x on the tab)." in said
     assert "click Save" in said and "2. Run `make reset LESSON=04` again." in said
+    # the running server's page, token included (`make lab` again would start a second)
+    page = r"open http://127.0.0.1:\d+/lab/tree/\S*" + LESSON + r"\?token=" + TOKEN + " "
+    assert re.search(page, said), said
 
 
 def test_a_tab_open_is_refused_with_the_way_out(course, page, lab):

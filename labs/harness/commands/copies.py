@@ -64,8 +64,8 @@ def refusal(rel: str, number: str, holder: jupyter_open.Holder) -> str:
         f"  1. In JupyterLab, close the tab {name} (the x on the tab). If JupyterLab asks "
         f"\"Save your work\", click Save: your latest edits go to the backup too.\n"
         f"  2. Run `make reset LESSON={number}` again.\n"
-        f"(No JupyterLab page open in your browser? Open it (`make lab`): it shows the tab "
-        f"again; close it there.)")
+        f"(No JupyterLab page open in your browser? The server is still running: open "
+        f"{holder.page} and close the tab there.)")
 
 
 def free(mine: Path, number: str) -> None:

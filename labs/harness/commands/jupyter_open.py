@@ -47,6 +47,13 @@ class Holder:
     def kernel_running(self) -> bool:
         return bool(self.sessions)
 
+    @property
+    def page(self) -> str:
+        """The URL that opens the notebook on that server, its token included: the one
+        server already running (`make lab` again would start a second)."""
+        query = f"?token={urllib.parse.quote(self.token)}" if self.token else ""
+        return f"{self.url.rstrip('/')}/lab/tree/{urllib.parse.quote(self.path)}{query}"
+
 
 def _servers(runtime_dir: str | None):
     try:
