@@ -65,11 +65,15 @@ torch-install:
 # You work in your own copies (notebooks/yours/, ignored by git): the committed notebooks keep
 # showing the reference results. No news or update toasts (JupyterLab settings override).
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
+# The page JupyterLab opens and the URLs it prints (with the token): your copy of lesson 00,
+# so an SSH, WSL or container user, whose browser make cannot open, can paste one line.
+FIRST_LESSON := notebooks/yours/00_welcome.ipynb
 
 lab: $(STAMP)
 	@$(BIN)/python -m labs.harness.commands.copies
 	@mkdir -p $(LAB_SETTINGS) && printf '%s\n' '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' > $(LAB_SETTINGS)/overrides.json
-	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --notebook-dir=. notebooks/yours/00_welcome.ipynb
+	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --notebook-dir=. \
+	  --LabApp.default_url=/lab/tree/$(FIRST_LESSON)
 
 # A fresh copy of one lesson, e.g. `make reset LESSON=05` (your old copy is backed up).
 reset: $(STAMP)

@@ -256,3 +256,50 @@ def test_readme_lists_every_exercise():
     readme = (ROOT / "README.md").read_text()
     missing = [f"{m}.{n}" for m, n in exercises() if f"`{n}`" not in readme]
     assert not missing, f"exercises missing from the README table: {missing}"
+
+
+@pytest.mark.slow
+def test_make_lab_prints_a_url_that_opens_the_learners_lesson_00(tmp_path):
+    """SSH, WSL and container users have no browser opened for them: the URL JupyterLab prints
+    (token included) must open their copy of lesson 00, not the Launcher at the root."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from labs.harness.commands import copies
+
+    dry = subprocess.run(["make", "-n", "lab", "STAMP=" + sys.executable], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout
+    line = next(x for x in dry.replace("\\\n", " ").splitlines() if "jupyter lab" in x)
+    with socket.socket() as free:            # a port of its own (port=0 prints ":0")
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    args = line.split()[1:] + ["--no-browser", f"--ServerApp.port={port}",
+                               "--allow-root"]
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path)}    # no server file left behind
+    lab = subprocess.Popen([str(ROOT / ".venv/bin/jupyter"), *args], cwd=ROOT, text=True, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline, url = time.monotonic() + 120, None
+        while url is None and time.monotonic() < deadline and lab.poll() is None:
+            found = re.search(r"(http://127\.0\.0\.1:\d+/\S+)", lab.stderr.readline())
+            url = found and found[1]
+        assert url, "jupyter lab printed no URL"
+        first = sorted(copies.lessons())[0].name
+        mine = (copies.YOURS / first).relative_to(ROOT).as_posix()
+        assert re.fullmatch(rf"http://127\.0\.0\.1:\d+/lab/tree/{re.escape(mine)}\?token=\w+", url)
+        for _ in range(120):            # the URL is printed just before the server listens
+            try:
+                with urllib.request.urlopen(url, timeout=30) as page:
+                    assert page.status == 200, (page.status, line)
+                break
+            except urllib.error.URLError:
+                time.sleep(0.5)
+        else:
+            raise AssertionError(f"{url} never answered")
+    finally:
+        lab.terminate()
+        lab.wait(30)
