@@ -407,3 +407,39 @@ def test_a_hang_in_a_grader_parametrized_by_dtype_still_gives_a_sheet():
     assert row.status == "FAILING"
     assert row.problems[-1].endswith("(not graded at bfloat16, int64: a hang stops its grader, "
                                      "one is enough to fix first)")
+
+
+def test_a_grade_depends_on_what_its_grader_runs_not_on_every_file_of_labs(tmp_path):
+    """Appending a comment to lesson 12's script, or to a lesson's views, regrades nothing
+    else; a change in the machinery a grader runs (its launcher), its reference or the test
+    configuration regrades it."""
+    import shutil
+
+    from labs.harness import COURSE_ROOT
+    root = tmp_path / "course"
+    for part in ("labs", "solutions", "tests"):
+        shutil.copytree(COURSE_ROOT / part, root / part,
+                        ignore=shutil.ignore_patterns("__pycache__", "yours"))
+    for name in memory.CONFIG:
+        if not (root / name).exists():
+            shutil.copy(COURSE_ROOT / name, root / name)
+    grader = root / "tests/graders/test_ring.py"
+    runs = {p.relative_to(root).as_posix() for p in memory.imported_files(grader, root)}
+    assert {"labs/harness/launch/launcher.py", "labs/harness/grading/record.py",
+            "solutions/ring.py", "tests/graders/test_ring.py"} <= runs
+    assert "labs/ring.py" not in runs        # counted function by function (sources)
+    assert not any(p.startswith(("labs/scripts/", "labs/doctor/", "labs/views/", "labs/bench/"))
+                   for p in runs), sorted(runs)
+    before = memory.frame_digest(grader, root)
+
+    def digest_after(path, text="\n# an edit\n"):
+        with open(root / path, "a") as f:
+            f.write(text)
+        return memory.frame_digest(grader, root)
+
+    assert digest_after("labs/scripts/halo_exchange.py") == before
+    assert digest_after("labs/views/ring.py") == before
+    assert digest_after("labs/ring.py") == before
+    changed = [digest_after(p) for p in ("labs/harness/launch/launcher.py", "solutions/ring.py",
+                                         "pytest.ini")]
+    assert len({before, *changed}) == 4

@@ -7,8 +7,12 @@ A grader test's key is a hash of everything its verdict depends on:
     average_gradients_ring, once written, uses labs.ring.ring_all_reduce: editing the ring
     regrades the averaging too);
   * the grader file, and the labs/ functions it uses (`from labs.ring import chunk_bounds`);
-  * the course's machinery: labs/*/ (harness, grading, views, ...), solutions/, the test
-    configuration, and the versions of Python and torch.
+  * the course's machinery the grader really runs: every file of labs/, solutions/ and tests/
+    that the grader file imports, transitively (any import statement, lazy ones included; a lab
+    module's own text counts function by function, as above, its imports as files; the
+    reference of every lab module reached, solutions/<module>.py, as the graders load it by
+    name), the test configuration, and the versions of Python and torch. A file nothing
+    imports (lesson 12's script, your own scripts in labs/scripts/) regrades nothing.
 
 Same key, same verdict: the test is not run again and the sheet says "remembered".
 
@@ -17,10 +21,12 @@ graded: it is not started, by construction (`untouched_stub`).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import json
 import os
+import re
 import sys
 import types
 from pathlib import Path
@@ -29,10 +35,10 @@ import torch
 
 from labs.harness import COURSE_ROOT as ROOT
 from labs.harness.ranks.exercises import untouched
-# The files of the course's machinery, relative to ROOT: any change regrades everything.
-FRAME = ["labs/*/**/*.py", "labs/__init__.py", "solutions/*.py", "tests/conftest.py",
-         "tests/check.py", "tests/course.py", "tests/procs.py", "tests/graders/__init__.py",
-         "conftest.py", "pytest.ini", "pyproject.toml"]
+# What every grade depends on besides the code its grader imports: the test configuration.
+CONFIG = ["conftest.py", "pytest.ini", "pyproject.toml", "tests/conftest.py", "tests/check.py",
+          "tests/graders/__init__.py"]
+PACKAGES = ("labs", "solutions", "tests")      # the course's own code; the rest is versioned
 _SIMPLE = (int, float, complex, str, bytes, bool, type(None), tuple, list, dict, set, frozenset,
            torch.dtype)
 
@@ -45,12 +51,77 @@ def _hash(*parts: str) -> str:
     return digest.hexdigest()
 
 
-def frame_digest(root: Path = ROOT) -> str:
-    """One hash of the machinery's files (names and contents), Python's and torch's versions."""
-    files = sorted({p for pattern in FRAME for p in root.glob(pattern) if p.is_file()
-                    and "__pycache__" not in p.parts})
+def frame_digest(grader_file, root: Path = ROOT) -> str:
+    """One hash of what a grader file runs of the course (`imported_files`) and the test
+    configuration (names and contents), and of Python's and torch's versions."""
+    files = sorted({root / c for c in CONFIG} | imported_files(Path(grader_file), root))
     return _hash(sys.version, torch.__version__,
-                 *(f"{p.relative_to(root)}\n{p.read_text(errors='replace')}" for p in files))
+                 *(f"{p.relative_to(root)}\n{_read(p)}" for p in files))
+
+
+@functools.lru_cache(maxsize=None)
+def _module_file(name: str, root: Path) -> Path | None:
+    path = root.joinpath(*name.split("."))
+    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _lab_module(path: Path, root: Path) -> bool:
+    """labs/<lesson>.py: the learner's file, counted function by function (`sources`)."""
+    return path.parent == root / "labs" and path.name != "__init__.py"
+
+
+# An import statement anywhere in a file (lazy ones inside functions too): a regular
+# expression reads a file in microseconds where parsing it takes milliseconds.
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^#\n]+)"
+                     r"|import[ \t]+([^#\n]+))", re.M)
+
+
+def _imports(path: Path, root: Path) -> set[str]:
+    """The course modules one file names in its import statements, wherever they are."""
+    parts = path.relative_to(root).with_suffix("").parts
+    package = parts if path.name == "__init__.py" else parts[:-1]
+    names = set()
+    for base, imported, plain in _IMPORT.findall(_read(path)):
+        if plain:
+            names |= {n.split(" as ")[0].strip() for n in plain.split(",")}
+            continue
+        dots = len(base) - len(base.lstrip("."))
+        if dots:
+            up = package[:len(package) - dots + 1] if dots > 1 else package
+            base = ".".join([*up, base.lstrip(".")] if base.lstrip(".") else up)
+        members = imported.strip("() \n").replace("\n", " ").split(",")
+        names |= {base} | {f"{base}.{m.split(' as ')[0].strip()}" for m in members if m.strip()}
+    return {n for n in names if n.split(".")[0] in PACKAGES}
+
+
+def imported_files(start: Path, root: Path = ROOT) -> set[Path]:
+    """The course's files `start` imports, transitively, with every package on the way, and
+    solutions/<m>.py for every lab module <m> reached. A lab module's text is left out (its
+    code counts function by function); what it imports is followed."""
+    root = root.resolve()
+    seen, todo, files = set(), [start.resolve()], set()
+    graded = _module_file(start.stem.removeprefix("test_"), root / "labs")   # test_ring.py
+    todo += [graded] if graded is not None else []                           # grades labs/ring.py
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        if not _lab_module(path, root):
+            files.add(path)
+        else:
+            reference = _module_file(f"solutions.{path.stem}", root)
+            todo += [reference] if reference else []
+        for name in _imports(path, root):
+            parts = name.split(".")
+            for i in range(1, len(parts) + 1):
+                found = _module_file(".".join(parts[:i]), root)
+                if found is not None and found not in seen:
+                    todo.append(found)
+    return files
 
 
 def _is_course_code(obj) -> bool:
