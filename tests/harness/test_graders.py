@@ -117,11 +117,30 @@ def test_requests_are_waited_no_later_than_the_reference_waits_them():
     same = [_op("recv", 2, 0, 2), _op("send", 1, 1, 2), _op("recv", 2, 2, 4), _op("send", 1, 3, 4)]
     assert order_problems(same, ring, rank=0) == []
     late = [_op("send", 1, 0, 4), _op("recv", 2, 1, 2), _op("send", 1, 2, 4), _op("recv", 2, 3, 4)]
-    assert "before waiting for a send of 4 x float32 to rank 1 (its 1st send" in \
+    assert "before waiting for a send of 4 x float32 to rank 1 (its 1st float32 send" in \
         order_problems(late, ring, rank=0)[0]
     blocking = [_op("send", 1, 0, 1, api="send"), _op("recv", 2, 1, 2, api="recv")]
     overlapped = [_op("send", 1, 0, 2), _op("recv", 2, 1, 2)]
     assert order_problems(overlapped, blocking, rank=0) == []
+
+
+def test_calls_on_other_dtypes_may_come_in_any_order():
+    """One ring per dtype group, the groups in another order than the reference's: the k-th
+    float16 message is paired with the reference's k-th float16 one (issue 52 item 8)."""
+    def op(kind, dtype, seq, waited_at):
+        return Op(kind, kind, 1, 4, dtype, seq=seq, returned_work=True, waited=True,
+                  waited_at=waited_at, api="batch_isend_irecv")
+    ref = [op("send", "float16", 0, 2), op("recv", "float16", 1, 2),
+           op("send", "float32", 2, 4), op("recv", "float32", 3, 4)]
+    swapped = [op("send", "float32", 0, 2), op("recv", "float32", 1, 2),
+               op("send", "float16", 2, 4), op("recv", "float16", 3, 4)]
+    assert order_problems(swapped, ref, rank=0) == []
+    # within one dtype the steps stay: a step's send waited only after the next step posted
+    two = ref + [op("send", "float32", 4, 6), op("recv", "float32", 5, 6)]
+    late = [op("send", "float32", 0, 6), op("recv", "float32", 1, 2),
+            op("send", "float32", 2, 6), op("recv", "float32", 3, 6),
+            op("send", "float16", 4, 6), op("recv", "float16", 5, 6)]
+    assert "its 1st float32 send to that rank" in order_problems(late, two, rank=0)[0]
 
 
 def test_a_pipeline_forwards_each_segment_before_waiting_the_next():

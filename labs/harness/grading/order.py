@@ -21,25 +21,28 @@ BLOCKING = frozenset({"send", "recv"})     # dist.send / dist.recv: a Work waite
 
 
 def _keyed(ops: list[Op]) -> dict[tuple, Op]:
-    """{(kind, peer, k): the k-th op of that kind with that peer, in posting order}. Empty
-    messages carry nothing and are left out: an extra one (a "handshake") changes no step."""
+    """{(kind, peer, dtype, k): the k-th op of that kind and dtype with that peer, in posting
+    order}. The dtype scopes the pairing to what a contract fixes: calls on tensors of other
+    dtypes (one ring per dtype group) may come in any order, and the k-th float16 message is
+    then still the reference's k-th float16 one. Empty messages carry nothing and are left
+    out: an extra one (a "handshake") changes no step."""
     seen: dict[tuple, int] = {}
     keyed = {}
     for op in sorted((o for o in ops if o.kind in ("send", "recv") and o.numel),
                      key=lambda o: o.seq):
-        k = seen.get((op.kind, op.peer), 0)
-        seen[(op.kind, op.peer)] = k + 1
-        keyed[(op.kind, op.peer, k)] = op
+        k = seen.get((op.kind, op.peer, op.dtype), 0)
+        seen[(op.kind, op.peer, op.dtype)] = k + 1
+        keyed[(op.kind, op.peer, op.dtype, k)] = op
     return keyed
 
 
 def _nth(key: tuple, ops: dict) -> str:
-    """'a send of 4 x float32 to rank 1 (its 2nd to that rank)'."""
-    kind, _, k = key
+    """'a send of 4 x float32 to rank 1 (its 2nd float32 send to that rank)'."""
+    kind, _, dtype, k = key
     n = k + 1
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     way = "to" if kind == "send" else "from"
-    return f"{ops[key].describe()} (its {n}{suffix} {kind} {way} that rank)"
+    return f"{ops[key].describe()} (its {n}{suffix} {dtype} {kind} {way} that rank)"
 
 
 def order_problems(mine: list[Op], reference: list[Op], *, rank: int,

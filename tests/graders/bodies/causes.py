@@ -171,3 +171,21 @@ def ring_chunks_counted_up(tensor):
                 work.wait()
             into.add_(inc) if phase == 0 else into.copy_(inc)
     return tensor
+
+
+# ---- average_gradients_ring: the dtype groups in any order (issue 52 item 8) -----------------
+
+def ring_dtype_groups_reversed(model):
+    """Correct: one ring per dtype, the groups in reverse name order (the same on every rank;
+    the contract leaves the order free), each group's gradients flattened, summed, divided."""
+    by_dtype: dict = {}
+    for p in model.parameters():
+        if p.grad is not None:
+            by_dtype.setdefault(str(p.grad.dtype), []).append(p.grad)
+    for dtype in sorted(by_dtype, reverse=True):
+        grads = by_dtype[dtype]
+        flat = torch.cat([g.reshape(-1) for g in grads])
+        ring_all_reduce(flat)
+        flat /= dist.get_world_size()
+        for g, piece in zip(grads, flat.split([g.numel() for g in grads])):
+            g.copy_(piece.view_as(g))
