@@ -14,14 +14,49 @@ nccl_claim(
     "matching recv' / 'Trying to recv to self without a matching send' return "
     "ncclInvalidUsage; ProcessGroupNCCL checks ncclGroupEnd's result (C10D_NCCL_CHECK)")
 
+# Both rules below hold without device_id: with it, init_process_group forms the group's
+# communicator at once and plain sends and receives use it (no pair communicator is made).
+LAZY_SOURCE = ("torch ProcessGroupNCCL.cpp, pointToPoint: an ungrouped op's communicator is keyed "
+               "getKeySendRecv(rank, peer), 'lowRank:highRank', and initNCCLComm creates it at "
+               "the pair's first op, with both ranks; with eagerInit (device_id) pointToPoint "
+               "reuses the group's communicator (pytorch/pytorch#129140, #132900); torch 2.13 "
+               "init_process_group docstring, device_id: 'the communicator is immediately formed "
+               "(calling ncclCommInit* immediately rather than the normal lazy call)'")
+
 nccl_claim(
     "nccl_p2p_connections_made_on_first_call", "09",
-    "on NCCL the first point-to-point call between two ranks sets up their connection (a "
-    "plain send/recv, a 2-rank communicator of their own): that first call pays the set-up, "
-    "and it completes only when both ranks reach it; batched ops use the group's communicator",
-    "NVIDIA/nccl#415 ('Send/Recv connections are established on demand'), NVIDIA/nccl#783; "
-    "torch 2.13 send_object_list docstring (use_batch 'avoids initializing 2-rank "
-    "communicators')")
+    "on NCCL without device_id in init_process_group, the first plain send/recv between two "
+    "ranks creates a 2-rank communicator of their own (batched ops use the group's): that "
+    "first call pays the set-up, and it completes only when both ranks reach it; with "
+    "device_id the group's communicator is formed at init and plain sends and receives use "
+    "it, while NCCL still connects a pair on demand, at its first send/receive",
+    LAZY_SOURCE + "; torch 2.13 send_object_list docstring (use_batch 'avoids initializing "
+    "2-rank communicators'); NVIDIA/nccl#415 ('Send/Recv connections are established on "
+    "demand')")
+
+nccl_claim(
+    "nccl_ring_of_first_sends_hangs_without_device_id", "04",
+    "on NCCL with device_id in init_process_group (one communicator, formed at init) a cycle "
+    "of blocking sends can complete for small messages, a send finishing into NCCL's internal "
+    "buffer before its receive is posted, and hangs for large ones; without device_id a ring "
+    "whose first calls are all sends to the next rank hangs at any size: each rank waits to "
+    "create its pair's communicator with a neighbour busy creating its own",
+    LAZY_SOURCE + "; NVIDIA/nccl#479, #783 (an NCCL send may block until its receive is "
+    "posted), NVIDIA/nccl#1025 ('ncclSend needs to wait for ncclRecv before it can send its "
+    "data, especially if the size is larger than the internal buffer size')")
+
+nccl_claim(
+    "nccl_first_batch_needs_every_rank_without_device_id", "02",
+    "on NCCL without device_id in init_process_group, a batch_isend_irecv that is the first "
+    "collective call on its group must include every rank of the group (it creates the "
+    "group's communicator); once the communicator exists (device_id, or an earlier "
+    "collective on the group) a batch may involve only some of the ranks",
+    "torch 2.13 batch_isend_irecv docstring (the note: 'if this API is the first collective "
+    "call in the group ..., all ranks of the group must participate'); pytorch/pytorch#74701 "
+    "('if it is not the first collective call in the group (i.e. the communicator has been "
+    "initialized), then batched P2P communication involving only subset of processes of the "
+    "group is allowed'); torch 2.13 init_process_group docstring, device_id: 'the "
+    "communicator is immediately formed'")
 
 nccl_claim(
     "nccl_debug_subsys_coll_logs_every_call", "11",

@@ -1,4 +1,4 @@
-"""Exercise (lesson 12, section 7): a halo exchange that the doctor finds three problems in.
+"""Exercise (lesson 12, section 8): a halo exchange the doctor finds four kinds of problem in.
 
 Every rank holds CELLS values of a periodic 1-D field (rank r's cells follow rank r - 1's,
 the last rank's wrap to rank 0's). Each step smooths the field: a cell becomes the mean of
