@@ -25,6 +25,7 @@ from labs.doctor import cuda
 from labs.doctor.events import Event, last_state, rank_file, read_events
 from labs.doctor.holders import holders
 from labs.doctor.watch import BufferWatch
+from labs.harness.commands.threads import gloo_group_threads
 from labs.harness.grading import callers
 from labs.harness.grading import record as rec
 
@@ -115,7 +116,7 @@ class Agent:
             ids = {id(g) for g in c10d._world.pg_map} if group is None else set()
             original(group)
             if group is None:           # every group gone: so should their gloo threads be
-                left = group_threads()
+                left = gloo_group_threads()
                 held = holders(ids) if left else []
                 self.emit("destroyed", where=rec.caller()[0], numel=left, text="; ".join(held))
         return destroy_process_group
@@ -210,14 +211,6 @@ def _calls_len(frame) -> bool:
         if i.opname == "LOAD_NAME" and j and ins[j - 1].opname == "PUSH_NULL":
             return i.argval == "len"
     return False
-
-
-def group_threads() -> int:
-    """gloo process groups' worker threads in this process (pt_gloo_runloop): they end when
-    their group is freed. (A Work still held keeps only gloo's transport thread.)"""
-    tasks = os.listdir("/proc/self/task")
-    return sum(open(f"/proc/self/task/{t}/comm").read().startswith("pt_gloo_runloop")
-               for t in tasks)
 
 
 def _op_fields(op) -> dict:
