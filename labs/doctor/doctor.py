@@ -59,7 +59,7 @@ def _ending(runs, outcome, world_size) -> list[str]:
     elif outcome.returncode == 0:
         return ["every rank finished"]
     else:
-        failed = [f"rank {r} raised {run.exit.text.split(':')[0]}" for r, run in runs.items()
+        failed = [f"rank {r} {exits.how_it_ended(run.exit.text)}" for r, run in runs.items()
                   if run.exit is not None and run.exit.text]
         lines = ["the job failed" + (": " + ", ".join(failed) if failed else "")]
     for r, stack in sorted(outcome.stacks.items()):

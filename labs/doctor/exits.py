@@ -22,6 +22,17 @@ def _joined(runs) -> int:
     return sum(bool(run.inits) for run in runs.values())
 
 
+def how_it_ended(text: str) -> str:
+    """'raised KeyError', or 'exited with status 2' for sys.exit (argparse's included), from
+    a rank's exit text ('KeyError: ...', 'SystemExit: 2...')."""
+    kind, _, rest = text.partition(": ")
+    if kind == "SystemExit":
+        code = rest.split(": ")[0]
+        return f"exited with status {code}" if code.lstrip("-").isdigit() else \
+            f"exited: sys.exit({code!r})"
+    return f"raised {kind}"
+
+
 def deadline_line(runs, outcome, world: int) -> str:
     """The ending of a job the doctor stopped at its deadline: what it had done by then."""
     head = f"the doctor stopped the job at its deadline ({outcome.job.deadline_s:g} s)"
