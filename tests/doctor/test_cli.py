@@ -27,6 +27,7 @@ def cli(*argv, cwd=ROOT, timeout=20):
     (["--nproc_per_node", "1.5"], "not a whole number"),
     (["--deadline", "abc"], "'abc' is not a number of seconds"),
     (["--deadline=0"], "more than 0 seconds"),
+    (["--deadline", "5"], "'5': at least 15 seconds (starting torchrun and the ranks"),
     (["--hang-after", "-3"], "more than 0 seconds"),
     (["--hang-after=-3"], "more than 0 seconds"),
     (["--bogus-option"], "unrecognized arguments: --bogus-option"),
@@ -37,6 +38,23 @@ def test_a_wrong_option_gets_usage_and_one_sentence(argv, words):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 2 and lines[0].startswith("usage: python -m labs.doctor"), lines
     assert words in lines[1] and "Traceback" not in done.stderr
+
+
+def test_help_says_what_each_option_does_its_default_and_the_exit_statuses():
+    done = cli("--help")
+    assert done.returncode == 0 and done.stderr == "", done
+    text = " ".join(done.stdout.split())
+    for option, default in [("--deadline S", "default 90; at least 15"),
+                            ("--hang-after S", "default 4"), ("--py-spy", "default: off"),
+                            ("--overhead", "default: off"), ("--out DIR", "nothing is written"),
+                            ("--trace FILE.json", "not written"),
+                            ("--nproc-per-node N", "default 1")]:
+        start = text.index(option)
+        assert default in text[start:text.index("--", start + len(option))], option
+    statuses = done.stdout[done.stdout.index("exit status:"):]
+    assert [line.split()[0] for line in statuses.splitlines()[1:]
+            if line[:3].strip()] == ["0", "1", "2", "130"], statuses
+    assert "a process group was made and used" in statuses and "Ctrl-C" in statuses
 
 
 def test_no_script_is_a_usage_error():
