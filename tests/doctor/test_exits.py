@@ -62,19 +62,18 @@ def test_argparse_refusing_the_scripts_command_line_is_said_in_argparse_words():
     assert (f"argparse refused the script's command line: ranks 0, 1: {where}: {script}: error: "
             f"the following arguments are required: --steps (usage: {script} [-h] --steps "
             f"STEPS)") in refused.stdout, refused.stdout
-    assert "SystemExit" not in refused.stdout.split("\n\n")[0] and ": : " not in refused.stdout
+    assert "the job failed: rank 0 exited with status 2, rank 1 exited with status 2" \
+        in refused.stdout and "SystemExit" not in refused.stdout
     assert "argparse refused the script's command line (see above): nothing checked" \
         in refused.stdout
-    ran = cli("--nproc-per-node", "2", f"labs/scripts/doctor/{script}", "--steps", "3")
-    assert ran.returncode == 0 and CLEAN in ran.stdout, ran.stdout + ran.stderr
-    assert "    [rank 0] rank 0 after 3 steps holds the block of rank 1" in ran.stdout
 
 
 def test_what_the_ranks_printed_is_shown_and_the_rest_saved_with_out(tmp_path):
+    """The fixed twin of the refused command line: --steps given."""
     done = cli("--out", str(tmp_path), "--nproc-per-node", "2",
-               "labs/scripts/doctor/prints_progress.py", "--steps", "25")
-    assert done.returncode == 0, done.stdout + done.stderr
-    saved = tmp_path / "prints_progress.ranks.txt"
+               "labs/scripts/doctor/argparse_required.py", "--steps", "25")
+    assert done.returncode == 0 and CLEAN in done.stdout, done.stdout + done.stderr
+    saved = tmp_path / "argparse_required.ranks.txt"
     lines = done.stdout.splitlines()
     assert (f"what the ranks printed (stdout, rank order); earlier lines not shown (rank 0: 15, "
             f"rank 1: 15): saved in {saved}:") in lines, done.stdout
@@ -85,7 +84,7 @@ def test_what_the_ranks_printed_is_shown_and_the_rest_saved_with_out(tmp_path):
     assert f"stderr, lines written (rank 0: 1): saved in {saved}" in lines   # no doctor noise
     whole = saved.read_text()
     assert whole.count("step ") == 50 and "rank 0: starting" in whole
-    assert (tmp_path / "prints_progress.doctor.txt").read_text().count("    [rank ") == 20
+    assert (tmp_path / "argparse_required.doctor.txt").read_text().count("    [rank ") == 20
 
 
 def test_a_group_made_and_never_used_is_not_a_clean_bill():
@@ -111,9 +110,11 @@ def test_a_deadline_shorter_than_start_up_says_so():
 
 @pytest.mark.all_lane
 def test_a_job_stopped_at_its_deadline_says_after_how_many_calls():
-    stopped = doctor("long_compute.py", 2, deadline=30.0)
+    """make test-all only: it lasts its whole deadline, which must cover start-up under load
+    (30 s did not, once: 'while the job was starting: 0 of 2 ranks')."""
+    stopped = doctor("long_compute.py", 2, deadline=55.0)
     assert stopped.outcome.stopped == "deadline" and stopped.status == 2, stopped.text()
-    assert "the doctor stopped the job at its deadline (30 s) after 4 communication calls" \
+    assert "the doctor stopped the job at its deadline (55 s) after 4 communication calls" \
         in stopped.text()
     assert stopped.verdict() == ("stopped at the deadline after 4 calls: in what ran, no "
                                  "problems found on gloo; none predicted on NCCL; the rest "

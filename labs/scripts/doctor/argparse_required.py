@@ -1,10 +1,13 @@
-"""A script with a command line of its own: --steps is required. Run without it, argparse
-refuses the command line on every rank (the doctor says so, with argparse's words: exit 2);
-with `--steps 2`, each step shifts a block around the ring in one batch (exit 0).
+"""A script with a command line of its own that reports its progress: --steps is required.
+Run without it, argparse refuses the command line on every rank (the doctor says so, in
+argparse's words: exit 2). With `--steps N`, each step shifts a block around the ring in one
+batch and every rank prints a line (exit 0): with more than 10 steps the report shows each
+rank's last 10 lines and says where the rest is. Rank 0 also writes a line to stderr.
 
-    python -m labs.doctor --nproc-per-node 2 labs/scripts/doctor/argparse_required.py --steps 2
+    python -m labs.doctor --nproc-per-node 2 labs/scripts/doctor/argparse_required.py --steps 25
 """
 import argparse
+import sys
 
 import torch
 import torch.distributed as dist
@@ -15,12 +18,14 @@ steps = parser.parse_args().steps
 
 dist.init_process_group("gloo")
 rank, n = dist.get_rank(), dist.get_world_size()
+if rank == 0:
+    print("rank 0: starting", file=sys.stderr)
 block = torch.full((4,), float(rank))
-for _ in range(steps):
+for step in range(steps):
     arrived = torch.empty(4)
     for work in dist.batch_isend_irecv([dist.P2POp(dist.isend, block, (rank + 1) % n),
                                         dist.P2POp(dist.irecv, arrived, (rank - 1) % n)]):
         work.wait()
     block = arrived
-print(f"rank {rank} after {steps} steps holds the block of rank {int(block[0].item())}")
+    print(f"rank {rank} step {step}: holds the block of rank {int(block[0].item())}")
 dist.destroy_process_group()
