@@ -18,6 +18,10 @@ def calls(runs) -> int:
     return sum(len(run.calls) for run in runs.values())
 
 
+def _count(n: int) -> str:
+    return f"{n} communication call{'s' if n != 1 else ''}"
+
+
 def _joined(runs) -> int:
     return sum(bool(run.inits) for run in runs.values())
 
@@ -38,7 +42,7 @@ def deadline_line(runs, outcome, world: int) -> str:
     head = f"the doctor stopped the job at its deadline ({outcome.job.deadline_s:g} s)"
     n = calls(runs)
     if n:
-        return f"{head} after {n} communication call{'s' if n > 1 else ''}"
+        return f"{head} after {_count(n)}"
     joined, world = _joined(runs), max(world, outcome.job.nproc())
     if joined == world:
         return f"{head}: every rank had made its process group, none had communicated"
@@ -76,10 +80,10 @@ def verdict(report) -> str:
     if n:
         clean = "in what ran, no problems found on gloo; none predicted on NCCL"
         if stopped:
-            return f"stopped at the deadline after {n} calls: {clean}; the rest was not checked"
+            return f"stopped at the deadline after {_count(n)}: {clean}; the rest was not checked"
         if raised:
-            return f"the script raised its own error after {n} calls (see above): {clean}"
-        return f"the job failed after {n} calls (see above): {clean}"
+            return f"the script raised its own error after {_count(n)} (see above): {clean}"
+        return f"the job failed after {_count(n)} (see above): {clean}"
     if stopped:
         return ("stopped at the deadline before any communication call: nothing checked"
                 + ("" if _joined(runs) else " (give a longer --deadline)"))

@@ -47,8 +47,9 @@ def test_the_scripts_own_error_after_a_clean_exchange_is_said_so():
     where = f"labs/scripts/doctor/{script}:{line_of(script, 'assert theirs')}"
     assert f"the script raised: rank 0: {where}: AssertionError: rank 0 got 2.0, expected 1" \
         in wrong.text(), wrong.text()
-    assert wrong.verdict() == ("the script raised its own error after 6 calls (see above): in "
-                               "what ran, no problems found on gloo; none predicted on NCCL")
+    assert wrong.verdict() == ("the script raised its own error after 6 communication calls "
+                               "(see above): in what ran, no problems found on gloo; none "
+                               "predicted on NCCL")
     assert "could not run" not in wrong.text()
     right = doctor(script, 3)
     assert right.status == 0 and right.verdict() == CLEAN, right.text()
@@ -116,9 +117,9 @@ def test_a_job_stopped_at_its_deadline_says_after_how_many_calls():
     assert stopped.outcome.stopped == "deadline" and stopped.status == 2, stopped.text()
     assert "the doctor stopped the job at its deadline (55 s) after 4 communication calls" \
         in stopped.text()
-    assert stopped.verdict() == ("stopped at the deadline after 4 calls: in what ran, no "
-                                 "problems found on gloo; none predicted on NCCL; the rest "
-                                 "was not checked")
+    assert stopped.verdict() == ("stopped at the deadline after 4 communication calls: in "
+                                 "what ran, no problems found on gloo; none predicted on "
+                                 "NCCL; the rest was not checked")
     ended = doctor("long_compute.py", 2, "--seconds", "0")
     assert ended.status == 0 and ended.verdict() == CLEAN, ended.text()
 
