@@ -74,24 +74,26 @@ def script_errors(errors: list[str]) -> list[str]:
 def verdict(report) -> str:
     """Exit status 2 without a problem: what happened, in one line."""
     runs, outcome = report.runs, report.outcome
-    n = calls(runs)
+    n, texts = calls(runs), [run.exit.text for run in runs.values() if run.exit is not None]
     stopped = outcome is not None and outcome.stopped == "deadline"
-    raised = any(run.exit is not None and run.exit.text for run in runs.values())
+    unmapped = any(t.startswith("NotMapped") for t in texts)
     if n:
         clean = "in what ran, no problems found on gloo; none predicted on NCCL"
         if stopped:
             return f"stopped at the deadline after {_count(n)}: {clean}; the rest was not checked"
-        if raised:
+        if unmapped:
+            return (f"the script stopped after {_count(n)} at a call the doctor cannot run on "
+                    f"the CPU (see above): {clean}; the rest was not checked")
+        if any(texts):
             return f"the script raised its own error after {_count(n)} (see above): {clean}"
         return f"the job failed after {_count(n)} (see above): {clean}"
     if stopped:
         return ("stopped at the deadline before any communication call: nothing checked"
                 + ("" if _joined(runs) else " (give a longer --deadline)"))
-    if any(ARGPARSE in run.exit.text for run in runs.values() if run.exit is not None):
+    if any(ARGPARSE in t for t in texts):
         return "argparse refused the script's command line (see above): nothing checked"
-    if raised:
-        return ("the script could not run under the doctor (see above): nothing checked"
-                if any(run.exit is not None and run.exit.text.startswith("NotMapped")
-                       for run in runs.values())
-                else "the script raised before it communicated (see above): nothing checked")
+    if unmapped:
+        return "the script could not run under the doctor (see above): nothing checked"
+    if any(texts):
+        return "the script raised before it communicated (see above): nothing checked"
     return UNUSED if _joined(runs) else NOTHING
