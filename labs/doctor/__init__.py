@@ -9,7 +9,8 @@ From Python (the notebook of lesson 12, the tests):
     from labs.doctor import Job, examine
     report = examine(Job("labs/scripts/doctor/head_to_head.py", torchrun_args=["--nproc-per-node=2"]))
     print(report.text(timings=False)); report.status    # 0 checked and clean, 1 problems,
-                                                         # 2 could not run / nothing checked
+                                                         # 2 nothing checked, or not all
+                                                         # (the report says why)
 
 One job per module:
 
@@ -30,6 +31,7 @@ One job per module:
     streams      NCCL's stream model for ungrouped exchanges (modelled)
     doctor       all of the above into a Report
     report       the Report and its text (problems count; notes do not)
+    exits        how a run ended, in words: the deadline, the script's own errors, exit 2's verdict
     timeline     the run's per-rank timeline, problems marked, as a PNG
     trace        the run as Chrome trace events (--trace FILE.json: Perfetto, chrome://tracing)
     __main__     the command line (argparse)

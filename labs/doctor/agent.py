@@ -8,6 +8,7 @@ JSON line each, so that a rank killed in a hang leaves its record up to the call
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dis
 import functools
@@ -23,13 +24,14 @@ import torch.distributed.distributed_c10d as c10d
 
 from labs.doctor import cuda
 from labs.doctor.events import Event, last_state, rank_file, read_events
+from labs.doctor.exits import ARGPARSE
+from labs.doctor.run import BARE_ENV, CWD_ENV, DIR_ENV
 from labs.doctor.holders import holders
 from labs.doctor.watch import BufferWatch
+from labs.harness.commands.threads import gloo_group_threads
 from labs.harness.grading import callers
 from labs.harness.grading import record as rec
 
-DIR_ENV, CWD_ENV = "P2P_DOCTOR_DIR", "P2P_DOCTOR_CWD"
-BARE_ENV = "P2P_DOCTOR_BARE"      # "1": run the script without the record (overhead's baseline)
 LINGER_S = 2.0                    # how long a rank whose script failed waits for its peers
 
 
@@ -115,7 +117,7 @@ class Agent:
             ids = {id(g) for g in c10d._world.pg_map} if group is None else set()
             original(group)
             if group is None:           # every group gone: so should their gloo threads be
-                left = group_threads()
+                left = gloo_group_threads()
                 held = holders(ids) if left else []
                 self.emit("destroyed", where=rec.caller()[0], numel=left, text="; ".join(held))
         return destroy_process_group
@@ -212,14 +214,6 @@ def _calls_len(frame) -> bool:
     return False
 
 
-def group_threads() -> int:
-    """gloo process groups' worker threads in this process (pt_gloo_runloop): they end when
-    their group is freed. (A Work still held keeps only gloo's transport thread.)"""
-    tasks = os.listdir("/proc/self/task")
-    return sum(open(f"/proc/self/task/{t}/comm").read().startswith("pt_gloo_runloop")
-               for t in tasks)
-
-
 def _op_fields(op) -> dict:
     return dict(seq=op.seq, kind=op.kind, name=op.name, api=op.api, peer=op.peer,
                 numel=op.numel, dtype=op.dtype, tag=op.tag, where=op.where,
@@ -255,6 +249,23 @@ def _failure(error: BaseException) -> dict:
     if isinstance(error, cuda.NotMapped):     # the script could not run here: not a call's
         inside = []                           # failure (exit 2, not a finding)
     return dict(text=text, where=where, api=inside[0] if inside else "")
+
+
+def _exited(done: SystemExit) -> dict:
+    """The exit event's fields for sys.exit(code) with code != 0: the script's line, and,
+    when argparse refused the script's command line, argparse's own words (it printed them
+    to stderr; the exception carries only the code)."""
+    fields = _failure(done)
+    tb = done.__traceback__
+    while tb is not None:
+        parser = tb.tb_frame.f_locals.get("self")
+        if tb.tb_frame.f_code.co_name == "error" and isinstance(parser, argparse.ArgumentParser):
+            usage = " ".join(parser.format_usage().split())
+            fields["text"] += (f": {ARGPARSE}: {parser.prog}: error: "
+                               f"{tb.tb_frame.f_locals.get('message', '')} ({usage})")
+            break
+        tb = tb.tb_next
+    return fields
 
 
 @contextlib.contextmanager
@@ -294,7 +305,7 @@ def run(script: str, args: list[str], folder: str) -> None:
                 runpy.run_path(script, run_name="__main__")
     except SystemExit as done:
         if done.code not in (None, 0):
-            fields = dict(text=f"SystemExit: {done.code}")
+            fields = _exited(done)
         raise
     except BaseException as error:
         fields = _failure(error)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 
-from labs.doctor import buffers, communicators, diagnose, failures, portability, streams
+from labs.doctor import buffers, communicators, diagnose, exits, failures, portability, streams
 from labs.doctor.matching import match
 from labs.doctor.ranks import read_rank
 from labs.doctor.report import Report, merged, show_path
@@ -55,11 +55,11 @@ def _ending(runs, outcome, world_size) -> list[str]:
         lines = ["the job hung: the doctor stopped it when every rank was waiting and "
                  "none had moved for a while"]
     elif outcome.stopped == "deadline":
-        lines = ["the doctor stopped the job at its deadline"]
+        lines = [exits.deadline_line(runs, outcome, world_size)]
     elif outcome.returncode == 0:
         return ["every rank finished"]
     else:
-        failed = [f"rank {r} raised {run.exit.text.split(':')[0]}" for r, run in runs.items()
+        failed = [f"rank {r} {exits.how_it_ended(run.exit.text)}" for r, run in runs.items()
                   if run.exit is not None and run.exit.text]
         lines = ["the job failed" + (": " + ", ".join(failed) if failed else "")]
     for r, stack in sorted(outcome.stacks.items()):
@@ -107,11 +107,11 @@ def _timings(runs, outcome) -> list[str]:
 
 def report(outcome) -> Report:
     runs = _runs(outcome)
-    world = max([run.world_size for run in runs.values()] + [len(runs)])
+    world = max([run.world_size for run in runs.values()] + [len(runs), outcome.job.nproc()])
     found = findings(runs, outcome)
     notes = sorted({run.asked for run in runs.values() if run.asked})
     errors = failures.script_errors(runs)
-    notes += [f"the script raised: {e}" for e in errors]
+    notes += exits.script_errors(errors)
     notes += _streams_note(runs)
     found = merged(found)
     checked = _checked(runs)
@@ -125,8 +125,8 @@ def report(outcome) -> Report:
 
 
 def _checked(runs) -> bool:
-    """Something was checked: a process group was made (or a call recorded)."""
-    return any(run.inits or run.calls or run.batches for run in runs.values())
+    """Something was checked: a process group was made and used (a call recorded)."""
+    return any(run.calls or run.batches for run in runs.values())
 
 
 def _streams_note(runs) -> list[str]:

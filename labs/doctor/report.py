@@ -18,11 +18,12 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from labs.doctor import exits
 from labs.doctor.findings import NCCL_LABEL, Finding
 from labs.harness.commands.torchrun import ROOT
 
 CLEAN = "no problems found on gloo; none predicted on NCCL"
-NOTHING = "no process group was created: nothing to check"
+PRINTED_LINES = 10                 # per rank, in the command line's report
 
 
 def show_path(where: str) -> str:
@@ -116,17 +117,21 @@ class Report:
     timeline: str = ""             # the PNG's path, if one was saved
     runs: dict = field(default_factory=dict, repr=False)    # rank -> RankRun
     outcome: object = field(default=None, repr=False)        # labs.doctor.run.Outcome
-    checked: bool | None = None    # False: the script made no process group (nothing checked)
+    checked: bool | None = None    # False: no process group made and used (nothing checked)
+    saved_outputs: str = ""        # where every rank's whole output was saved (--out)
 
     @property
     def outputs(self) -> dict:
         """rank -> what it printed (labs.harness.commands.torchrun.RankOutput)."""
         return self.outcome.outputs if self.outcome is not None else {}
 
-    def text(self, timings: bool = True) -> str:
+    def text(self, timings: bool = True, printed: bool = False) -> str:
+        """The report; with `printed`, what the ranks printed too (the command line's)."""
         lines = [f"$ {self.command}", f"{self.world_size} rank"
                  f"{'s' if self.world_size != 1 else ''}, run on gloo under torchrun",
                  *[scrub(n) for n in self.notes], *self.ending, ""]
+        if printed:
+            lines += self.printed() + [""]
         for f in self.findings:
             lines += entry(f) + [""]
         lines.append(self.verdict())
@@ -134,6 +139,34 @@ class Report:
             lines += self.timings + ([f"timeline: {show_path(self.timeline + ':0')[:-2]}"]
                                      if self.timeline else [])
         return "\n".join(lines)
+
+    def printed(self, limit: int = PRINTED_LINES) -> list[str]:
+        """What each rank printed on stdout, in rank order (its last `limit` lines), and
+        where the rest and stderr are."""
+        where = (f"saved in {show_path(self.saved_outputs + ':0')[:-2]}" if self.saved_outputs
+                 else "--out DIR saves every rank's output")
+        lines, cut, errs = [], [], []
+        for rank, out in sorted(self.outputs.items()):
+            said = out.stdout.splitlines()
+            if len(said) > limit:
+                cut.append(f"rank {rank}: {len(said) - limit}")
+            lines += [f"    [rank {rank}] {line}" for line in said[-limit:]]
+            if out.stderr.strip():
+                errs.append(f"rank {rank}: {len(out.stderr.splitlines())}")
+        head = ("what the ranks printed (stdout, rank order)" + (
+            f"; earlier lines not shown ({', '.join(cut)}): {where}" if cut else "") + ":")
+        lines = [head, *lines] if lines else ["the ranks printed nothing on stdout"]
+        if errs:
+            lines.append(f"stderr, lines written ({', '.join(errs)}): {where}")
+        return lines
+
+    def all_outputs(self) -> str:
+        """Every rank's whole output, stdout then stderr, in rank order."""
+        parts = []
+        for rank, out in sorted(self.outputs.items()):
+            parts += [f"== rank {rank} stdout ==", out.stdout.rstrip("\n"),
+                      f"== rank {rank} stderr ==", out.stderr.rstrip("\n")]
+        return "\n".join(parts) + "\n"
 
     @property
     def problems(self) -> list:
@@ -144,8 +177,7 @@ class Report:
         notes = len(self.findings) - len(self.problems)
         said = f" ({notes} note{'s' if notes > 1 else ''} above)" if notes else ""
         if self.status == 2 and not self.problems:
-            return (NOTHING if self.checked is False else
-                    "the script itself could not run (see above): nothing to diagnose") + said
+            return exits.verdict(self) + said
         if not self.problems:
             unknown = any(n.startswith("not modelled") for n in self.notes)
             return CLEAN + (" for what is modelled (see above)" if unknown else "") + said

@@ -15,10 +15,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labs.doctor.agent import BARE_ENV, CWD_ENV, DIR_ENV
 from labs.doctor.events import Event, last_state, read_events
 from labs.harness.commands import torchrun
 
+# Set in every rank's environment for the agent (labs/doctor/agent.py). They live here, not
+# in the agent: importing labs.doctor must not import the agent, which torchrun runs as
+# __main__ (runpy warns when the module is already imported, in every rank's stderr).
+DIR_ENV, CWD_ENV = "P2P_DOCTOR_DIR", "P2P_DOCTOR_CWD"
+BARE_ENV = "P2P_DOCTOR_BARE"      # "1": run the script without the record (overhead's baseline)
 _RDZV = ("--standalone", "--rdzv-endpoint", "--rdzv_endpoint", "--master-addr", "--master_addr",
          "--nnodes")
 
@@ -38,6 +42,14 @@ class Job:
     def command(self) -> str:
         """As the reader would type it (the script's path as given)."""
         return " ".join(["python -m labs.doctor", *self.torchrun_args, self.script, *self.args])
+
+    def nproc(self) -> int:
+        """Ranks per node, as torchrun reads --nproc-per-node (1 if not given)."""
+        args = " ".join(self.torchrun_args).replace("_", "-").replace("=", " ").split()
+        for name, value in zip(args, args[1:]):
+            if name == "--nproc-per-node" and value.isdigit():
+                return int(value)
+        return 1
 
     def torchrun_argv(self) -> list[str]:
         extra = [] if any(a.startswith(_RDZV) for a in self.torchrun_args) else ["--standalone"]

@@ -22,13 +22,8 @@ if "--import-first" in sys.argv:
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-
-def group_threads() -> int:
-    """The gloo process group's worker threads in this process (named pt_gloo_runloop): they
-    end when the group is freed. Python's threading module does not list them."""
-    tasks = os.listdir("/proc/self/task")
-    return sum(open(f"/proc/self/task/{t}/comm").read().startswith("pt_gloo_runloop")
-               for t in tasks)
+# the group's gloo worker threads (pt_gloo_runloop) in this process, read from /proc
+from labs.harness.commands.threads import gloo_group_threads as group_threads  # noqa: E402
 
 
 def import_dynamo():

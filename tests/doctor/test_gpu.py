@@ -80,6 +80,8 @@ def test_a_call_that_cannot_be_mapped_stops_the_run_naming_it(what, call, line):
     where = at("gpu/unmappable.py", line).split("/labs/", 1)[1]
     assert f"labs/{where}: NotMapped: {call} cannot run on the CPU" in report.text(), \
         report.text()
+    assert report.verdict().startswith("the script stopped after 2 communication calls at a "
+                                       "call the doctor cannot run on the CPU"), report.text()
 
 
 @pytest.mark.slow

@@ -258,12 +258,11 @@ def test_root_cause_read_from_torchrun_report():
 # A lesson's demo as torchrun runs it (RANK etc. set), for one rank, then how many of gloo's
 # threads this process still runs: cli.main destroyed the group, so there should be none.
 _DEMO_THEN_COUNT = """
-import os
 from labs.harness.commands import cli
+from labs.harness.commands.threads import thread_names
 from labs.gradients import demo
 cli.main(demo, argv=[])
-names = [open(f"/proc/self/task/{t}/comm").read() for t in os.listdir("/proc/self/task")]
-print("gloo threads after cli.main:", sum("gloo" in n for n in names))
+print("gloo threads after cli.main:", sum("gloo" in n for n in thread_names()))
 """
 
 
