@@ -21,7 +21,7 @@ import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
-from labs.doctor import cuda
+from labs.doctor import cuda, gpu_view
 from labs.doctor.events import Event, last_state, rank_file, read_events
 from labs.doctor.holders import holders
 from labs.doctor.watch import BufferWatch
@@ -47,7 +47,8 @@ class Agent:
 
     def note(self) -> None:
         """The report's header line, again whenever it changes (the last one counts)."""
-        text = cuda.header(self.asked, self.device_id, bool(self.cuda and self.cuda.used))
+        text = cuda.header(self.asked, self.device_id, bool(self.cuda and self.cuda.used),
+                           self.cuda.differences if self.cuda else ())
         if text and text != self.noted:
             self.noted = text
             self.emit("backend", text=text)
@@ -128,6 +129,7 @@ class Agent:
             self.asked, self.device_id = self.asked or asked, self.device_id or device_id
             self.note()
             out = original("gloo", *args, **kwargs)
+            gpu_view.asked_for(c10d._get_default_group(), asked)      # get_backend()'s answer
             self.emit("init", text=asked, index=int(device_id), where=rec.caller()[0])
             return out
         return init_process_group
@@ -140,6 +142,7 @@ class Agent:
             if "nccl" in asked:                  # NCCL's options mean nothing to gloo
                 backend, pg_options = "gloo", None
             out = original(ranks, timeout, backend, pg_options, *args, **kw)
+            gpu_view.asked_for(out, asked or self.asked)
             self.emit("new_group", text=asked, numel=len(ranks or []), where=rec.caller()[0])
             return out
         return new_group

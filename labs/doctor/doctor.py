@@ -109,7 +109,8 @@ def report(outcome) -> Report:
     runs = _runs(outcome)
     world = max([run.world_size for run in runs.values()] + [len(runs)])
     found = findings(runs, outcome)
-    notes = sorted({run.asked for run in runs.values() if run.asked})
+    # each rank's header lines, each once (a rank may have used more that differs)
+    notes = list(dict.fromkeys(n for run in runs.values() for n in run.asked.splitlines()))
     errors = failures.script_errors(runs)
     notes += [f"the script raised: {e}" for e in errors]
     notes += _streams_note(runs)
