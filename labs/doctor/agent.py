@@ -16,6 +16,7 @@ import runpy
 import sys
 import time
 import traceback
+from dataclasses import asdict
 
 import torch
 import torch.distributed as dist
@@ -23,7 +24,7 @@ import torch.distributed.distributed_c10d as c10d
 
 from labs.doctor import cuda, gpu_view
 from labs.doctor.events import Event, last_state, rank_file, read_events
-from labs.doctor.holders import holders
+from labs.doctor.holders import encode, holders
 from labs.doctor.watch import BufferWatch
 from labs.harness.grading import callers
 from labs.harness.grading import record as rec
@@ -44,6 +45,7 @@ class Agent:
         self.watch = BufferWatch(self.touched)
         self.asked, self.device_id, self.noted = "", False, ""
         self.cuda = None                          # the stand-in's state, while mapped
+        self.chains = set()                       # chains of the script's frames written
 
     def note(self) -> None:
         """The report's header line, again whenever it changes (the last one counts)."""
@@ -58,6 +60,15 @@ class Agent:
 
     def emit(self, event: str, **fields) -> None:
         self.file.write(Event(self.rank, event, time.perf_counter(), **fields).to_line())
+        if fields.get("where") and event not in ("exit", "frames"):    # exit: its traceback
+            self.chain(callers.frames(), fields["where"])
+
+    def chain(self, frames: list, where: str) -> None:
+        """The script's frames that led to `where`, once per distinct chain (a "frames"
+        event): the report shows each call site, as a traceback does."""
+        if len(frames) > 1 and frames[0].where == where and tuple(frames) not in self.chains:
+            self.chains.add(tuple(frames))
+            self.emit("frames", where=where, frames=[asdict(f) for f in frames])
 
     def touched(self, seq, where, text):
         self.emit("touched", seq=seq, where=where, text=text)
@@ -118,7 +129,7 @@ class Agent:
             if group is None:           # every group gone: so should their gloo threads be
                 left = group_threads()
                 held = holders(ids) if left else []
-                self.emit("destroyed", where=rec.caller()[0], numel=left, text="; ".join(held))
+                self.emit("destroyed", where=rec.caller()[0], numel=left, text=encode(held))
         return destroy_process_group
 
     def wrap_init(self, original):
@@ -301,6 +312,7 @@ def run(script: str, args: list[str], folder: str) -> None:
         raise
     except BaseException as error:
         fields = _failure(error)
+        agent.chain(callers.frames_of(error), fields["where"])
         raise
     finally:
         elapsed = time.perf_counter() - start
