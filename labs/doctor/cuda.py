@@ -4,9 +4,10 @@ script, nowhere else): a GPU script runs unmodified on a CPU-only machine.
 Two mechanisms cover the whole class, not a list of names:
 - `OnTheCpu`, a TorchFunctionMode, sees every torch function and Tensor method the script
   calls: a CUDA device anywhere in its arguments (`device="cuda"`, `"cuda:1"`,
-  `torch.device("cuda", i)`, `.to(device)`, `.to(0)`) becomes the CPU, `.cuda()` and
-  `pin_memory()` return the tensor, `pin_memory=True` is dropped, `record_stream` notes
-  the stream; a kernel with no CPU implementation (a custom CUDA op) raises NotMapped.
+  `torch.device("cuda", i)`, `.to(device)`, `.to(0)`) becomes the CPU, as does a CUDA default
+  device (it sits below this mode), `.cuda()` of a CPU tensor and `.cpu()` of a CUDA one
+  copy (as on a GPU), `pin_memory()` returns the tensor, `pin_memory=True` is dropped,
+  `record_stream` notes the stream; a kernel with no CPU implementation (a custom CUDA op) raises NotMapped.
 - `torch.cuda` is replaced by the stand-in namespace of standin.py (a machine with
   LOCAL_WORLD_SIZE devices, streams and events recorded, not run).
 `torch.Generator`, DDP's `device_ids` and the script's threads, which no mode sees, are
@@ -14,8 +15,12 @@ mapped at their own doors. Imports of GPU kernel libraries (Triton, flash-attent
 by the script raise NotMapped, an ImportError too, so a script's own `except ImportError:`
 fallback still runs.
 
-Tensors stay CPU tensors (gloo needs them): `t.is_cuda` is False and `t.device.type` is
-"cpu", the truth about where the data is; a script that branches on it takes its CPU path.
+Tensors stay CPU tensors (gloo needs them), but the script is told what a GPU run would
+tell it, so it takes its GPU path (gpu_view.py): a tensor it put on CUDA answers `is_cuda`,
+`is_cpu`, `device` and `get_device()` as on a GPU, `set_default_device("cuda")` makes CPU
+tensors told cuda:N, `torch.autocast("cuda")` runs as CPU autocast with its dtype, and
+`dist.get_backend()` answers the backend asked for. torch's own code gets the truth. The
+report's header lists each such answer the script used.
 """
 from __future__ import annotations
 

@@ -4,7 +4,10 @@ then objects found from the garbage collector's referrers, whatever the object. 
 group is needed: any object stands for one."""
 import sys
 
+import pytest
+
 from labs.doctor.holders import DEFAULTS_FIX, decode, encode, holders
+from tests.doctor.test_doctor import at, doctor, finding
 
 
 class Group:
@@ -58,3 +61,29 @@ def test_default_arguments_are_named_by_module():
     assert [h.what for h in found] == [
         "default arguments of 2 functions of torch.distributed.nn.functional"], found
     assert found[0].fix == DEFAULTS_FIX
+
+
+# Real torchrun jobs: the note names the holder and its fix; after that fix, no note.
+HOLDS = [("holds_group_locals.py", 2, ["`group` (in main()", "`ops` (in main()"],
+          "in main() before destroy_process_group()"),
+         ("holds_group_module.py", 3, ["`ops` (module-level", "`send_op` (module-level"],
+          "at module level before destroy_process_group()")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script, nproc, names, fix", HOLDS)
+def test_the_note_names_the_variables_and_the_del_that_frees_the_group(script, nproc, names,
+                                                                        fix):
+    report = doctor(script, nproc)
+    f = finding(report, "group_outlives_destroy", set(range(nproc)),
+                at(script, "dist.destroy_process_group()"))
+    assert f.note and report.status == 0, report.text()
+    assert all(name in f.gloo for name in names) and "`del " in f.gloo and fix in f.gloo, f.gloo
+    assert "something" not in f.gloo
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script, nproc, names, fix", HOLDS)
+def test_after_the_suggested_del_the_note_is_gone(script, nproc, names, fix):
+    report = doctor(script, nproc, "--del")
+    assert report.findings == [] and report.status == 0, report.text()
