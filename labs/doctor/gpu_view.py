@@ -13,7 +13,8 @@ script's own code (torch and the course get the truth, so their CPU paths run):
 - `dist.get_backend(group)` answers the backend the script asked for that group,
   `dist.is_nccl_available()` True.
 - `torch.autocast("cuda", dtype)` runs as CPU autocast with that dtype (CUDA's default, float16,
-  when none is given): CPU autocast's op list, not CUDA's, decides which ops it lowers.
+  when none is given): CPU autocast's op list, not CUDA's, decides which ops it lowers;
+  `GradScaler("cuda")`, which torch disables without a GPU, runs as `GradScaler("cpu")`.
 
 Every answer that differs from the CPU's is recorded once per rank (`STATE.differences`); the
 report's header lists them.
@@ -40,6 +41,8 @@ DEFAULT = ("torch.set_default_device('cuda') / `with torch.device('cuda')`: tens
            "a device are made on the CPU, and told cuda:N")
 AUTOCAST = ("torch.autocast('cuda', {dtype}) ran as CPU autocast with {dtype}: CPU autocast's op "
             "list, not CUDA's, decides which ops run in {dtype}")
+SCALER = ("GradScaler('cuda') ran as GradScaler('cpu'): it scales and skips steps as on a GPU "
+          "(without a GPU, torch disables a CUDA GradScaler: torch/amp/grad_scaler.py)")
 BACKEND = "dist.get_backend() answered {asked!r}, as the script asked; the group runs gloo"
 NCCL_AVAILABLE = "dist.is_nccl_available() answered True; this torch has no NCCL"
 
@@ -194,10 +197,20 @@ def _autocast_init(original):
     return __init__
 
 
+def _scaler_init(original):
+    def __init__(self, device="cuda", *args, **kwargs):
+        enabled = kwargs.get("enabled", args[4] if len(args) > 4 else True)
+        if device == "cuda" and enabled:
+            differs(SCALER)
+            device = "cpu"
+        original(self, device, *args, **kwargs)
+    return __init__
+
+
 def install() -> list:
     """Put the answers in place; returns what `uninstall` puts back."""
-    autocast = torch.amp.autocast_mode.autocast
-    saved = [(autocast, "__init__", autocast.__init__),
+    autocast, scaler = torch.amp.autocast_mode.autocast, torch.amp.grad_scaler.GradScaler
+    saved = [(autocast, "__init__", autocast.__init__), (scaler, "__init__", scaler.__init__),
              (torch, "get_default_device", torch.get_default_device)]
     for module in (torch.distributed, c10d):
         saved += [(module, "get_backend", module.get_backend),
@@ -205,6 +218,7 @@ def install() -> list:
         module.get_backend = _get_backend(c10d.get_backend)
         module.is_nccl_available = _is_nccl_available(c10d.is_nccl_available)
     autocast.__init__ = _autocast_init(autocast.__init__)
+    scaler.__init__ = _scaler_init(scaler.__init__)
     real_default = torch.get_default_device
 
     def get_default_device():

@@ -50,11 +50,13 @@ def test_a_cuda_default_device_and_autocast_run_as_on_gpus(nproc):
     assert report.findings == [] and report.status == 0, report.text()
     out = printed(report)
     assert all("default device cuda:" in o and "tensors on cuda:" in o
-               and "autocast made torch.float16" in o for o in out), out
+               and "autocast made torch.float16" in o and "grad scaler on: True" in o
+               for o in out), out
     names = "\n".join(header(report))
     assert gpu_view.DEFAULT in names and gpu_view.TOLD_DEVICE in names
     assert gpu_view.AUTOCAST.format(dtype="torch.float16") in names, report.text()
-    assert len(header(report)) == len(set(header(report))) == 3
+    assert gpu_view.SCALER in names
+    assert len(header(report)) == len(set(header(report))) == 4
 
 
 def test_a_dtype_bug_that_only_autocast_makes_is_found():
