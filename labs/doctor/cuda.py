@@ -127,7 +127,13 @@ def _type(tensor, dtype=None, non_blocking=False, **kwargs):
     if isinstance(dtype, str) and dtype.startswith("torch.cuda."):
         STATE.use()
         dtype = "torch." + dtype[len("torch.cuda."):]
-    return tensor.type(dtype, non_blocking, **kwargs) if dtype is not None else tensor.type()
+    if dtype is not None:
+        return tensor.type(dtype, non_blocking, **kwargs)
+    name = tensor.type()            # "torch.cuda.FloatTensor" for a CUDA tensor, on a GPU
+    if gpu_view.device_of(tensor) is None or not gpu_view.by_the_script(1):
+        return name
+    gpu_view.differs(gpu_view.TOLD_DEVICE)
+    return name.replace("torch.", "torch.cuda.", 1)
 
 
 _INSTEAD = {torch.Tensor.cuda: _to_gpu, torch.Tensor.pin_memory: _same,

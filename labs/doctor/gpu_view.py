@@ -8,7 +8,7 @@ script's own code (torch and the course get the truth, so their CPU paths run):
 
 - device bookkeeping: each storage the script put on CUDA (a CUDA device mapped, a CUDA default
   device, or an op on such a tensor) is marked with its device index; `is_cuda`, `is_cpu`,
-  `device` and `get_device()` answer as on a GPU. `.cuda()` of a CPU tensor and `.cpu()` of a
+  `device`, `get_device()` and `type()` answer as on a GPU. `.cuda()` of a CPU tensor and `.cpu()` of a
   CUDA one copy, as they do on a GPU.
 - `dist.get_backend(group)` answers the backend the script asked for that group,
   `dist.is_nccl_available()` True.
@@ -35,8 +35,8 @@ _MARKS: dict[int, tuple] = {}       # storage's address -> (weak reference, CUDA
 _ASKED: dict[int, str] = {}         # id(process group) -> the backend the script asked for
 NOT = object()                      # "no answer of mine": the call runs as it is
 
-TOLD_DEVICE = ("t.is_cuda, t.is_cpu, t.device, t.get_device() answered as on a GPU (cuda:N) for "
-               "tensors the script put on CUDA; their data is on the CPU")
+TOLD_DEVICE = ("t.is_cuda, t.is_cpu, t.device, t.get_device(), t.type() answered as on a GPU "
+               "(cuda:N) for tensors the script put on CUDA; their data is on the CPU")
 DEFAULT = ("torch.set_default_device('cuda') / `with torch.device('cuda')`: tensors made without "
            "a device are made on the CPU, and told cuda:N")
 AUTOCAST = ("torch.autocast('cuda', {dtype}) ran as CPU autocast with {dtype}: CPU autocast's op "

@@ -1,6 +1,6 @@
 """A GPU script with a CPU fallback, as real code has one: it picks its backend with
 dist.is_nccl_available(), then asks dist.get_backend() and its tensor (is_cuda, is_cpu,
-device.type, get_device()) which path to take, and prints the path it took. On GPUs it takes
+device.type, get_device(), type()) which path to take, and prints the path it took. On GPUs it takes
 the GPU path; the doctor must check that path, not the CPU one.
 
     python -m labs.doctor --nproc-per-node 3 paths_backend.py          # clean
@@ -49,8 +49,8 @@ def main():
     if torch.cuda.is_available():
         torch.cuda.set_device(local)
     x = torch.full((4,), float(rank), device="cuda" if torch.cuda.is_available() else "cpu")
-    gpu = (dist.get_backend() == "nccl" and x.is_cuda and not x.is_cpu
-           and x.device.type == "cuda" and x.get_device() == local)
+    gpu = (dist.get_backend() == "nccl" and x.is_cuda and not x.is_cpu and x.device.type == "cuda"
+           and x.get_device() == local and x.type() == "torch.cuda.FloatTensor")
     print(f"rank {rank}: took the {'GPU' if gpu else 'CPU'} path")
     out = shift_gpu(x, rank, n, "--bug" in sys.argv) if gpu else shift_cpu(x, rank, n)
     assert out.cpu()[0].item() == (rank - 1) % n
