@@ -126,7 +126,8 @@ def _record_stream(tensor, stream):
 def _type(tensor, dtype=None, non_blocking=False, **kwargs):
     if isinstance(dtype, str) and dtype.startswith("torch.cuda."):
         STATE.use()
-        dtype = "torch." + dtype[len("torch.cuda."):]
+        out = tensor.type("torch." + dtype[len("torch.cuda."):], non_blocking, **kwargs)
+        return gpu_view.to_gpu(out, STATE.device)
     if dtype is not None:
         return tensor.type(dtype, non_blocking, **kwargs)
     name = tensor.type()            # "torch.cuda.FloatTensor" for a CUDA tensor, on a GPU
