@@ -17,16 +17,17 @@ import runpy
 import sys
 import time
 import traceback
+from dataclasses import asdict
 
 import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
-from labs.doctor import cuda
+from labs.doctor import cuda, gpu_view
 from labs.doctor.events import Event, last_state, rank_file, read_events
 from labs.doctor.exits import ARGPARSE
+from labs.doctor.holders import encode, holders
 from labs.doctor.run import BARE_ENV, CWD_ENV, DIR_ENV
-from labs.doctor.holders import holders
 from labs.doctor.watch import BufferWatch
 from labs.harness.commands.threads import gloo_group_threads
 from labs.harness.grading import callers
@@ -46,10 +47,12 @@ class Agent:
         self.watch = BufferWatch(self.touched)
         self.asked, self.device_id, self.noted = "", False, ""
         self.cuda = None                          # the stand-in's state, while mapped
+        self.chains = set()                       # chains of the script's frames written
 
     def note(self) -> None:
         """The report's header line, again whenever it changes (the last one counts)."""
-        text = cuda.header(self.asked, self.device_id, bool(self.cuda and self.cuda.used))
+        text = cuda.header(self.asked, self.device_id, bool(self.cuda and self.cuda.used),
+                           self.cuda.differences if self.cuda else ())
         if text and text != self.noted:
             self.noted = text
             self.emit("backend", text=text)
@@ -59,6 +62,15 @@ class Agent:
 
     def emit(self, event: str, **fields) -> None:
         self.file.write(Event(self.rank, event, time.perf_counter(), **fields).to_line())
+        if fields.get("where") and event not in ("exit", "frames"):    # exit: its traceback
+            self.chain(callers.frames(), fields["where"])
+
+    def chain(self, frames: list, where: str) -> None:
+        """The script's frames that led to `where`, once per distinct chain (a "frames"
+        event): the report shows each call site, as a traceback does."""
+        if len(frames) > 1 and frames[0].where == where and tuple(frames) not in self.chains:
+            self.chains.add(tuple(frames))
+            self.emit("frames", where=where, frames=[asdict(f) for f in frames])
 
     def touched(self, seq, where, text):
         self.emit("touched", seq=seq, where=where, text=text)
@@ -119,7 +131,7 @@ class Agent:
             if group is None:           # every group gone: so should their gloo threads be
                 left = gloo_group_threads()
                 held = holders(ids) if left else []
-                self.emit("destroyed", where=rec.caller()[0], numel=left, text="; ".join(held))
+                self.emit("destroyed", where=rec.caller()[0], numel=left, text=encode(held))
         return destroy_process_group
 
     def wrap_init(self, original):
@@ -130,6 +142,7 @@ class Agent:
             self.asked, self.device_id = self.asked or asked, self.device_id or device_id
             self.note()
             out = original("gloo", *args, **kwargs)
+            gpu_view.asked_for(c10d._get_default_group(), asked)      # get_backend()'s answer
             self.emit("init", text=asked, index=int(device_id), where=rec.caller()[0])
             return out
         return init_process_group
@@ -142,6 +155,7 @@ class Agent:
             if "nccl" in asked:                  # NCCL's options mean nothing to gloo
                 backend, pg_options = "gloo", None
             out = original(ranks, timeout, backend, pg_options, *args, **kw)
+            gpu_view.asked_for(out, asked or self.asked)
             self.emit("new_group", text=asked, numel=len(ranks or []), where=rec.caller()[0])
             return out
         return new_group
@@ -309,6 +323,7 @@ def run(script: str, args: list[str], folder: str) -> None:
         raise
     except BaseException as error:
         fields = _failure(error)
+        agent.chain(callers.frames_of(error), fields["where"])
         raise
     finally:
         elapsed = time.perf_counter() - start

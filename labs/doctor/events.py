@@ -46,6 +46,8 @@ class Event:
               worker threads still running, 0 when the groups were freed; where: the call;
               text: what still holds a group, "; "-separated)
     exit      the script ended (text: its exception, if any; where: the line that raised)
+    frames    the script's frames of a `where` above, innermost first (frames: [{file, line,
+              function}], the first at `where`), once per distinct chain of calls on the rank
     """
 
     rank: int
@@ -69,6 +71,7 @@ class Event:
     overhead_s: float = 0.0      # exit: time spent in the doctor's own code on this rank
     elapsed_s: float = 0.0       # exit: how long the script ran on this rank
     stream: str = ""             # call/post: the CUDA stream current at the post (see above)
+    frames: list | None = None   # frames: the chain of calls (see above)
 
     def to_line(self) -> str:
         return json.dumps({k: v for k, v in asdict(self).items()

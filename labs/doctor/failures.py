@@ -5,7 +5,7 @@ else explains them)."""
 from __future__ import annotations
 
 from labs.doctor.findings import Finding, short_error
-from labs.doctor.holders import advice
+from labs.doctor.holders import Holder, decode
 
 NCCL_SELF = ("NCCL allows send/recv to self only as a matched pair inside one batch (one "
              "group); a lone one is ncclInvalidUsage and the call raises")
@@ -49,9 +49,12 @@ def failure_findings(runs, explained_ranks: set) -> list:
 
 
 PINNED = ("destroy_process_group() returned, but the group's {n} gloo worker threads still run: "
-          "{held}. They end at interpreter shutdown, where a gloo thread can abort the process "
-          "after its work ('terminate called without an active exception'). To free the "
-          "group: {todo}")
+          "it is still held by {held}. They end at interpreter shutdown, where a gloo thread can "
+          "abort the process after its work ('terminate called without an active exception'). "
+          "To free the group: {todo}")
+UNNAMED = Holder("something the doctor could not name (not a variable of the script, an "
+                 "attribute or a default argument)",
+                 "find what still refers to the group or to its P2POps")
 PINNED_NCCL = ("not modelled: destroy_process_group() calls shutdown() on every group, held or "
                "not (torch/distributed/distributed_c10d.py); what that ends on NCCL is not "
                "checked here")
@@ -64,21 +67,25 @@ def _aborted(run) -> bool:
 
 
 def pinned_findings(runs) -> list:
-    """destroy_process_group() that freed nothing: the group's threads outlive it. A note
-    (exit status unchanged) unless a rank did abort at shutdown in this run."""
+    """destroy_process_group() that freed nothing: the group's threads outlive it, and what
+    holds it, with the fix that frees it (holders.py). A note (exit status unchanged) unless
+    a rank did abort at shutdown in this run; no note when the holder cannot be named."""
     out = []
     for run in runs.values():
         d = run.destroyed
-        if d is not None and d.numel:
-            held = [h for h in d.text.split("; ") if h]
-            text = PINNED.format(n=d.numel, todo=advice(held), held=(
-                "still held by " + ", ".join(held) if held else "something still holds it"))
-            aborted = _aborted(run)
-            text += (f". Rank {run.rank} did abort at shutdown in this run" if aborted else
-                     ". No rank aborted in this run (the abort is a race at shutdown)")
-            out.append(Finding("group_outlives_destroy", "the process group outlived "
-                               "destroy_process_group()", (run.rank,), [(run.rank, d.where)],
-                               text, PINNED_NCCL, warning=True, note=not aborted))
+        if d is None or not d.numel:
+            continue
+        held, aborted = decode(d.text), _aborted(run)
+        if not held and not aborted:
+            continue                    # nothing to act on, and nothing happened
+        held = held or [UNNAMED]
+        text = PINNED.format(n=d.numel, held="; ".join(h.what for h in held),
+                             todo="; ".join(dict.fromkeys(h.fix for h in held)))
+        text += (f". Rank {run.rank} did abort at shutdown in this run" if aborted else
+                 ". No rank aborted in this run (the abort is a race at shutdown)")
+        out.append(Finding("group_outlives_destroy", "the process group outlived "
+                           "destroy_process_group()", (run.rank,), [(run.rank, d.where)],
+                           text, PINNED_NCCL, warning=True, note=not aborted))
     return out
 
 

@@ -85,17 +85,49 @@ def _wrap(head: str, text: str) -> list[str]:
                          subsequent_indent="        ", break_long_words=False)
 
 
-def entry(f: Finding) -> list[str]:
+def _ranks(ranks) -> str:
+    ranks = sorted(set(ranks))
+    return f"rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}"
+
+
+def locations(wheres: list, chains: dict) -> list[str]:
+    """'ranks 0, 1 at x.py:31', then, where the script's own frames led there, each chain of
+    calls, innermost first, as a traceback shows it ('x.py:31 in attend <- called from x.py:52
+    in main'), with the ranks that took it when not all of them did."""
+    places: dict[str, list] = {}
+    for rank, where in wheres:
+        places.setdefault(where, []).append(rank)
+    lines = []
+    for where, ranks in places.items():
+        lines.append(f"    {_ranks(ranks)} at {show_path(where)}")
+        taken: dict[tuple, list] = {}
+        for rank in ranks:
+            for chain in chains.get((rank, where), []):
+                taken.setdefault(chain, []).append(rank)
+        for chain, by in taken.items():
+            calls = [f"{show_path(f'{file}:{line}')} in {function}" for file, line, function in chain]
+            lines.append(f"        {calls[0]}" + ("" if set(by) == set(ranks) else
+                                                  f" ({_ranks(by)})"))
+            lines += [f"          <- called from {call}" for call in calls[1:]]
+    return lines
+
+
+def chains_of(events: dict) -> dict:
+    """(rank, where) -> the chains of the script's frames that led there ("frames" events)."""
+    out: dict = {}
+    for rank, evs in events.items():
+        for e in evs:
+            if e.event == "frames" and e.frames:
+                chain = tuple((f["file"], f["line"], f["function"]) for f in e.frames)
+                out.setdefault((rank, e.where), []).append(chain)
+    return out
+
+
+def entry(f: Finding, chains: dict | None = None) -> list[str]:
     level = "note" if f.note else "warning, NCCL only" if f.nccl_only else \
         "warning" if f.warning else "error"
     lines = [f"{show_path(f.first_where)}: {level} [{f.kind}]: {f.title}"]
-    places: dict[str, list[int]] = {}
-    for rank, where in f.where:
-        places.setdefault(show_path(where), []).append(rank)
-    for where, ranks in places.items():
-        ranks = sorted(set(ranks))
-        lines.append(f"    rank{'s' if len(ranks) > 1 else ''} "
-                     f"{', '.join(map(str, ranks))} at {where}")
+    lines += locations(f.where, chains or {})
     lines += _wrap("gloo, a risk not seen in this run: " if f.note else "gloo, observed: ",
                    f.gloo)
     source = f" (source: {f.source})" if f.source else ""
@@ -132,8 +164,9 @@ class Report:
                  *[scrub(n) for n in self.notes], *self.ending, ""]
         if printed:
             lines += self.printed() + [""]
+        chains = chains_of(self.outcome.events) if self.outcome is not None else {}
         for f in self.findings:
-            lines += entry(f) + [""]
+            lines += entry(f, chains) + [""]
         lines.append(self.verdict())
         if timings:
             lines += self.timings + ([f"timeline: {show_path(self.timeline + ':0')[:-2]}"]

@@ -60,6 +60,7 @@ class State:
         self.used_streams = False         # any stream API: ops carry a stream name from then
         self.used = False                 # any CUDA use: the report's header says it was mapped
         self.on_use = lambda: None        # called when `used` turns True
+        self.differences: dict = {}       # what the script was told unlike the CPU (gpu_view.py)
         self.default = Stream.__new__(Stream)
         self.default.name, self.default.device_index = "default", 0
         self.current = self.default

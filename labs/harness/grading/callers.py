@@ -2,7 +2,8 @@
 communicate through.
 
 `caller()` walks the stack from the dispatcher outwards, past torch, the standard library
-and the course's machinery, to the file:line the record and the doctor show.
+and the course's machinery, to the file:line the record and the doctor show; `frames()` gives
+the reader's frames from there outwards, each with its call site, as a traceback does.
 `forbidding(codes, prefixes, below)` marks, while a body is graded, the code it must not
 borrow (the reference, the course's own implementations): `borrowed()` names the first
 such frame of the current call.
@@ -13,6 +14,8 @@ import contextlib
 import os
 import sys
 import sysconfig
+import traceback
+from dataclasses import dataclass
 
 import torch
 
@@ -36,6 +39,43 @@ def caller() -> tuple[str, str]:
             api = frame.f_code.co_name
         frame = frame.f_back
     return "", api
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One frame of the reader's code: the line it is at, in which function."""
+
+    file: str
+    line: int
+    function: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+def _mine(name: str) -> bool:
+    return not name.startswith(_NOT_CALLERS) and not name.startswith("<")
+
+
+def frames(limit: int = 12) -> list[Frame]:
+    """The reader's own frames of the current call, innermost first (the first is where
+    `caller()` points; each next one is the line that called the function before it), at
+    most `limit`; torch's, the standard library's and the course's frames left out."""
+    frame, out = sys._getframe(1), []
+    while frame is not None and len(out) < limit:
+        code = frame.f_code
+        if _mine(code.co_filename):
+            out.append(Frame(code.co_filename, frame.f_lineno, code.co_name))
+        frame = frame.f_back
+    return out
+
+
+def frames_of(error: BaseException, limit: int = 12) -> list[Frame]:
+    """The reader's frames of an exception's traceback, innermost first."""
+    mine = [Frame(f.filename, f.lineno, f.name) for f in traceback.extract_tb(error.__traceback__)
+            if _mine(f.filename)]
+    return mine[::-1][:limit]
 
 
 def by_the_body(depth: int) -> bool:
