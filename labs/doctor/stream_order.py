@@ -33,15 +33,23 @@ class Landed:
     owner: object                     # weakref to the tensor: gone, its bytes are someone else's
     streams: set = field(default_factory=set)
     told: bool = False
+    blocking: bool = False            # a blocking recv: its own wait() (distributed_c10d.recv)
+
+    def wait_said(self) -> str:
+        how = "the blocking recv (it waits)" if self.blocking else "a wait()"
+        return f"{how} issued on stream '{self.waited_on}' at {self.where}"
 
 
 class StreamOrder:
     def __init__(self):
         self.landed: list[Landed] = []
 
-    def land(self, seq: int, tensor, r: ByteRange, stream: str, where: str) -> None:
+    def land(self, seq: int, tensor, r: ByteRange, stream: str, where: str,
+             blocking: bool = False) -> None:
         base = tensor._base if tensor._base is not None else tensor
-        self.landed.append(Landed(seq, r, stream, where, weakref.ref(base), {stream}))
+        self.landed = [x for x in self.landed if x.range != r]    # received again: this one
+        self.landed.append(Landed(seq, r, stream, where, weakref.ref(base), {stream},
+                                   blocking=blocking))
 
     def snapshot(self, stream: str) -> list:
         """What an Event recorded on `stream` now carries: the buffers safe on it."""
