@@ -253,14 +253,15 @@ def byte_range(t: torch.Tensor) -> ByteRange | None:
     with torch._C.DisableTorchFunctionSubclass():
         if not t.numel() or t.layout != torch.strided:
             return None
-        try:
+        try:          # a tensor subclass may have no storage, or no address
             storage = t.untyped_storage()
-        except (RuntimeError, NotImplementedError):
+            address = 0 if storage.device.type == "meta" else storage.data_ptr()
+        except (RuntimeError, NotImplementedError, TypeError):
             return None
-        if storage.device.type == "meta" or storage.data_ptr() == 0:
+        if address == 0:
             return None
         itemsize = t.element_size()
-        return ByteRange(storage.data_ptr(), t.storage_offset() * itemsize, tuple(t.shape),
+        return ByteRange(address, t.storage_offset() * itemsize, tuple(t.shape),
                          tuple(t.stride()), itemsize)
 
 
