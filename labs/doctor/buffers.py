@@ -10,10 +10,14 @@ from labs.doctor.stream_order import WAIT_SOURCE
 from labs.doctor.watch import FREED
 
 NCCL_FREED = ("the GPU's kernel reads (or, for a receive, writes) memory the caching allocator "
-              "may already have given to another tensor: undefined. ProcessGroupNCCL keeps the "
-              "tensor alive until the wait, not its storage's bytes: resize_ frees them anyway")
-FREED_SOURCE = ("torch docs, CUDA semantics, memory management (freed blocks are reused by the "
-                "caching allocator); torch docs, Tensor.record_stream")
+              "may already have given to another tensor: undefined. ProcessGroupNCCL keeps a "
+              "reference to the tensor until the wait (or records its stream), which keeps the "
+              "storage object, not its bytes: resize_ frees them anyway")
+FREED_SOURCE = ("pytorch/pytorch torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp "
+                "(TORCH_NCCL_AVOID_RECORD_STREAMS: 'stashes live references to those tensors "
+                "until after user-facing streams are synced'; stashed_for_allocator_safety_); "
+                "torch docs, CUDA semantics, memory management (the caching allocator reuses "
+                "freed blocks)")
 NCCL_RACE = ("on a GPU the op can run before the transfer finished: wait() made only the "
              "stream it was called on wait for NCCL. Make the stream that uses the buffer wait "
              "for the one that waited (`user.wait_stream(waiter)`, or an Event recorded on the "
