@@ -140,9 +140,9 @@ def _streams_note(runs) -> list[str]:
         out.append(f"not modelled: CUDA streams used for communication ({', '.join(used)}): "
                    f"each received buffer's uses after its wait are checked against the "
                    f"stream the wait was issued on (wait_stream, events, synchronize); not "
-                   f"checked: that a send buffer was written on a stream its send's stream "
-                   f"waited for, and reuse of buffers by the caching allocator across "
-                   f"streams (record_stream)")
+                   f"checked: whether the stream a send was posted on was ordered after the "
+                   f"stream that wrote its buffer, nor the caching allocator's reuse of "
+                   f"buffers across streams (record_stream)")
     if any(run.groups for run in runs.values()):
         out.append("not modelled: the script made other process groups (new_group): NCCL's "
                    "communicators per group; the NCCL rules treat every call as one group's")
