@@ -44,7 +44,8 @@ class Agent:
         self.batch, self.nbatch, self.batch_seqs = None, 0, []
         self.batch_of = {}                        # op seq -> (batch, position in it)
         self.own_s = 0.0
-        self.watch = BufferWatch(self.touched)
+        self.watch = BufferWatch(self.touched, self.raced, self.stream)
+        self.waiting = {}                         # op seq -> the line of its wait
         self.asked, self.device_id, self.noted = "", False, ""
         self.cuda = None                          # the stand-in's state, while mapped
         self.chains = set()                       # chains of the script's frames written
@@ -75,6 +76,9 @@ class Agent:
     def touched(self, seq, where, text):
         self.emit("touched", seq=seq, where=where, text=text)
 
+    def raced(self, seq, where, text, stream):
+        self.emit("raced", seq=seq, where=where, text=text, stream=stream)
+
     def __call__(self, event, op, **info):
         start = time.perf_counter()
         if event == "call":
@@ -97,6 +101,8 @@ class Agent:
         self.emit("post", **fields, stream=self.stream())
         if op.kind in ("send", "recv") and op.returned_work:
             self.watch.posted(op.seq, op.kind == "send", tensors)
+        elif op.kind == "recv":              # a blocking receive: waited where it was made
+            self.watch.landed(op.seq, tensors, op.where)
 
     def _wait(self, event, op, info):
         where = rec.caller()[0] if event == "wait" else ""
@@ -105,8 +111,10 @@ class Agent:
         if event == "wait" and op.seq in self.batch_of:
             batch, index = self.batch_of[op.seq]
             self.emit("work", seq=op.seq, batch=batch, index=index, where=where)
-        if event != "wait":
-            self.watch.done(op.seq)
+        if event == "wait":
+            self.waiting[op.seq] = where
+        else:
+            self.watch.done(op.seq, self.waiting.pop(op.seq, ""), event == "waited")
 
     def wrap_batch(self, original):
         @functools.wraps(original)
@@ -292,7 +300,7 @@ def _recording(agent: Agent):
 def _mapped(agent: Agent):
     """CUDA onto the CPU (labs/doctor/cuda.py), for the script only."""
     with cuda.mapping(cuda.standin.local_devices(), agent.note) as state:
-        agent.cuda = state
+        agent.cuda, state.order = state, agent.watch.order
         try:
             yield
         finally:

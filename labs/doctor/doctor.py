@@ -19,9 +19,11 @@ def _runs(outcome) -> dict:
 def findings(runs: dict, outcome) -> list:
     pairs = match(runs)
     hung, explained = diagnose.hang_findings(runs, outcome, pairs)
-    found = hung + failures.self_findings(runs)
+    refused = buffers.refused_findings(runs)
+    found = hung + failures.self_findings(runs) + refused
     found += diagnose.lone_findings(runs, outcome, pairs, explained)
     found += buffers.size_findings(runs, pairs) + buffers.in_flight_findings(runs)
+    found += buffers.stream_findings(runs)
     lone = {i for f in found if f.kind.startswith(("unmatched", "tag_")) for i in f.extra}
     found += diagnose.wait_findings(runs, lone)
     found += failures.failure_findings(runs, {r for f in found for r in f.ranks})
@@ -32,7 +34,7 @@ def findings(runs: dict, outcome) -> list:
     found += _lazy(communicators.lazy_findings(runs), hung)
     found += streams.ungrouped_findings(runs, match(runs, tags=False),
                                         bool(hung) or bool(outcome.stopped))
-    return found
+    return buffers.without_consequences(found, refused)
 
 
 def _lazy(lazy: list, hung: list) -> list:
@@ -137,8 +139,11 @@ def _streams_note(runs) -> list[str]:
                    if c.stream not in ("", "default")})
     if used:
         out.append(f"not modelled: CUDA streams used for communication ({', '.join(used)}): "
-                   f"on NCCL a wait() orders the current stream, not the host; what that "
-                   f"orders across streams is not checked")
+                   f"each received buffer's uses after its wait are checked against the "
+                   f"stream the wait was issued on (wait_stream, events, synchronize); not "
+                   f"checked: whether the stream a send was posted on was ordered after the "
+                   f"stream that wrote its buffer, nor the caching allocator's reuse of "
+                   f"buffers across streams (record_stream)")
     if any(run.groups for run in runs.values()):
         out.append("not modelled: the script made other process groups (new_group): NCCL's "
                    "communicators per group; the NCCL rules treat every call as one group's")

@@ -40,6 +40,8 @@ class Event:
     waited    the wait returned (text: how a buffer changed in flight, if it did)
     wait_failed  the wait raised (text: the error)
     touched   the program used a buffer of the op while it was in flight (text: how)
+    raced     a CUDA stream (stream) touched a received buffer after its wait but before the
+              stream was ordered after the stream that waited (text: how; where: the use)
     batch     a batch_isend_irecv call returned (seqs: its ops; nworks: the Works returned)
     work      the script waited on the Work at position `index` of a batch's list
     destroyed destroy_process_group() of every group returned (numel: gloo's group

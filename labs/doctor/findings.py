@@ -14,6 +14,8 @@ LESSON = {
     "unwaited": "03_waiting_and_overlap", "partly_waited": "03_waiting_and_overlap",
     "barrier_instead_of_wait": "03_waiting_and_overlap",
     "buffer_in_flight": "03_waiting_and_overlap",
+    "buffer_freed": "03_waiting_and_overlap", "stream_race": "03_waiting_and_overlap",
+    "not_contiguous": "04_deadlock_hazards",
     "any_source": "02_p2pop_and_batching", "tags_ignored_on_nccl": "02_p2pop_and_batching",
     "nccl_first_batch": "02_p2pop_and_batching", "ungrouped_exchange": "02_p2pop_and_batching",
     "large_batch": "02_p2pop_and_batching", "one_work_per_batch": "02_p2pop_and_batching",

@@ -35,6 +35,7 @@ class Call:
     wait_failed: str = ""
     changed: str = ""
     touched: list = field(default_factory=list)      # (where, text)
+    raced: list = field(default_factory=list)        # (where, text): a stream read too early
     stream: str = ""          # the CUDA stream it was posted on ("" without CUDA streams)
 
     @property
@@ -164,5 +165,7 @@ def _apply_to_call(run: RankRun, call: Call, e: Event) -> None:
         call.wait_failed, call.t_done = e.text, e.t
     elif e.event == "touched":
         call.touched.append((e.where, e.text))
+    elif e.event == "raced":
+        call.raced.append((e.where, e.text))
     elif e.event == "work" and e.batch in run.batches:
         run.batches[e.batch].waited_index.add(e.index)

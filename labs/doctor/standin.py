@@ -61,6 +61,7 @@ class State:
         self.used = False                 # any CUDA use: the report's header says it was mapped
         self.on_use = lambda: None        # called when `used` turns True
         self.differences: dict = {}       # what the script was told unlike the CPU (gpu_view.py)
+        self.order = None                 # the buffer watch's StreamOrder, while watched
         self.default = Stream.__new__(Stream)
         self.default.name, self.default.device_index = "default", 0
         self.current = self.default
@@ -102,10 +103,11 @@ class Stream:
     stream_id = cuda_stream
 
     def wait_stream(self, stream) -> None:
-        pass
+        if STATE.order is not None:       # nothing waits here; the order is recorded
+            STATE.order.wait_stream(self.name, stream.name)
 
     def wait_event(self, event) -> None:
-        pass
+        event.wait(self)
 
     def record_event(self, event=None):
         event = event or Event()
@@ -113,7 +115,8 @@ class Stream:
         return event
 
     def synchronize(self) -> None:
-        pass
+        if STATE.order is not None:
+            STATE.order.settle(STATE.order.snapshot(self.name))
 
     def query(self) -> bool:
         return True
@@ -136,19 +139,23 @@ class Event:
     def __init__(self, enable_timing: bool = False, blocking: bool = False,
                  interprocess: bool = False):
         _touch_streams()
-        self.t, self.stream = None, None
+        self.t, self.stream, self.carried = None, None, []
 
     def record(self, stream=None) -> None:
         self.t, self.stream = time.perf_counter(), stream or STATE.current
+        if STATE.order is not None:       # what a stream waiting for it will be ordered after
+            self.carried = STATE.order.snapshot(self.stream.name)
 
     def wait(self, stream=None) -> None:
-        pass
+        if STATE.order is not None:
+            STATE.order.join((stream or STATE.current).name, self.carried)
 
     def query(self) -> bool:
         return True
 
     def synchronize(self) -> None:
-        pass
+        if STATE.order is not None:
+            STATE.order.settle(self.carried)
 
     def elapsed_time(self, end) -> float:
         """Milliseconds between the two records: host time, as every op ran when called."""
@@ -210,6 +217,8 @@ def set_stream(s) -> None:
 
 def synchronize(device=None) -> None:
     STATE.use()
+    if STATE.order is not None:
+        STATE.order.settle()
 
 
 def manual_seed(seed: int) -> None:

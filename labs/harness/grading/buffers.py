@@ -8,9 +8,11 @@ tensors share bytes; `read_only(lent)` names the memory a receive may not write 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 DIGESTS: list = []        # last True: the record hashes what each send holds (Op.digest)
@@ -159,7 +161,7 @@ def _pieces(flat, starts) -> int:
 def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
     """The same values, bit for bit (NaN equals NaN here, unlike torch.equal)."""
     with torch._C.DisableTorchFunctionSubclass():
-        if a.shape != b.shape or a.dtype != b.dtype:
+        if a.shape != b.shape or a.dtype != b.dtype or not (readable(a) and readable(b)):
             return False
         a, b = _flat_bytes(a), _flat_bytes(b)
         # As wide integers where both allow it: torch.equal compares 8-byte words about 8
@@ -178,19 +180,106 @@ def _flat_bytes(t: torch.Tensor) -> torch.Tensor:
     return flat.view(torch.uint8)
 
 
-def overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Do two tensors use some of the same bytes? (Views of one buffer side by side do not.)"""
-    with torch._C.DisableTorchFunctionSubclass():     # a watched weight's storage too
-        if not (a.numel() and b.numel()) or \
-                a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
-            return False
+@dataclass(frozen=True)
+class ByteRange:
+    """The bytes a tensor covers: its storage's address, the byte offset of its first
+    element, its sizes and strides (in elements) and its item size. Two views of one
+    storage share a byte only if some element of one overlaps some element of the other:
+    rows side by side, or interleaved columns, share none."""
 
-    def span(t):
-        first = t.storage_offset() * t.element_size()
-        last = first + sum((n - 1) * s for n, s in zip(t.shape, t.stride())) * t.element_size()
-        return first, last + t.element_size()
-    (a0, a1), (b0, b1) = span(a), span(b)
-    return a0 < b1 and b0 < a1
+    storage: int
+    offset: int
+    sizes: tuple
+    strides: tuple
+    itemsize: int
+
+    @property
+    def lo(self) -> int:
+        return self.offset + sum((n - 1) * s for n, s in zip(self.sizes, self.strides)
+                                 if s < 0) * self.itemsize
+
+    @property
+    def hi(self) -> int:
+        """One past the last byte (the range is [lo, hi) of the storage)."""
+        return self.offset + (sum((n - 1) * s for n, s in zip(self.sizes, self.strides)
+                                  if s > 0) + 1) * self.itemsize
+
+    @property
+    def dense(self) -> bool:
+        """Every byte between lo and hi belongs to it (a contiguous tensor, in any order)."""
+        numel = 1
+        for n in self.sizes:
+            numel *= n
+        return numel * self.itemsize == self.hi - self.lo
+
+    def overlaps(self, other: "ByteRange") -> bool:
+        if self.storage != other.storage or self.hi <= other.lo or other.hi <= self.lo:
+            return False
+        if self.dense and other.dense:
+            return True      # each covers every byte of its span, and the spans meet
+        return _strided_overlap(self, other)
+
+
+MASK_LIMIT = 1 << 26      # bytes: beyond this span, strided ranges are taken as overlapping
+
+
+@functools.lru_cache(maxsize=1024)
+def _strided_overlap(a: ByteRange, b: ByteRange) -> bool:
+    """Exact for two strided ranges: mark a's bytes in a mask of the span both cover, look
+    for b's (numpy, so that no torch op reaches a dispatch mode watching this one). Ranges
+    of one item size on the same alignment are compared per element, not per byte."""
+    k = a.itemsize
+    if b.itemsize == k and a.offset % k == b.offset % k == 0 and k > 1:
+        a, b = (ByteRange(r.storage, r.offset // k, r.sizes, r.strides, 1) for r in (a, b))
+    start, end = min(a.lo, b.lo), max(a.hi, b.hi)
+    if end - start > MASK_LIMIT:
+        return True
+    mask = np.zeros(end - start, dtype=np.bool_)
+    _bytes_of(mask, a, start)[...] = True
+    return bool(_bytes_of(mask, b, start).any())
+
+
+def _bytes_of(mask, r: ByteRange, start: int):
+    """A view of `mask` holding exactly r's bytes (one axis more: each element's bytes)."""
+    origin = mask[r.offset - start:]
+    return np.lib.stride_tricks.as_strided(
+        origin, shape=(*r.sizes, r.itemsize),
+        strides=(*(s * r.itemsize for s in r.strides), 1), writeable=True)
+
+
+def byte_range(t: torch.Tensor) -> ByteRange | None:
+    """The bytes `t` covers; None for a tensor with no elements or no storage (a freed
+    storage, a meta or functional tensor): it covers none that anyone could race on."""
+    with torch._C.DisableTorchFunctionSubclass():
+        if not t.numel() or t.layout != torch.strided:
+            return None
+        try:          # a tensor subclass may have no storage, or no address
+            storage = t.untyped_storage()
+            address = 0 if storage.device.type == "meta" else storage.data_ptr()
+        except (RuntimeError, NotImplementedError, TypeError):
+            return None
+        if address == 0:
+            return None
+        itemsize = t.element_size()
+        return ByteRange(address, t.storage_offset() * itemsize, tuple(t.shape),
+                         tuple(t.stride()), itemsize)
+
+
+def readable(t: torch.Tensor) -> bool:
+    """Does `t`'s storage still hold every byte it covers? (The script may free it:
+    `t.untyped_storage().resize_(0)`; reading the tensor then raises.)"""
+    with torch._C.DisableTorchFunctionSubclass():
+        if not t.numel():
+            return True
+        r = byte_range(t)
+        return r is not None and r.lo >= 0 and r.hi <= t.untyped_storage().nbytes()
+
+
+def overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Do two tensors use some of the same bytes? Exact for views: rows side by side, or
+    interleaved columns of one matrix, do not overlap."""
+    ra, rb = byte_range(a), byte_range(b)
+    return ra is not None and rb is not None and ra.overlaps(rb)
 
 
 @contextlib.contextmanager
