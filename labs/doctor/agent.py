@@ -140,7 +140,8 @@ class Agent:
             if "nccl" in asked:                  # NCCL's options mean nothing to gloo
                 backend, pg_options = "gloo", None
             out = original(ranks, timeout, backend, pg_options, *args, **kw)
-            self.emit("new_group", text=asked, numel=len(ranks or []), where=rec.caller()[0])
+            self.emit("new_group", text=asked, numel=len(ranks or []), where=rec.caller()[0],
+                      group=getattr(out, "group_name", ""))
             return out
         return new_group
 
@@ -223,7 +224,8 @@ def group_threads() -> int:
 def _op_fields(op) -> dict:
     return dict(seq=op.seq, kind=op.kind, name=op.name, api=op.api, peer=op.peer,
                 numel=op.numel, dtype=op.dtype, tag=op.tag, where=op.where,
-                nbytes=op.numel * _itemsize(op.dtype))
+                nbytes=op.numel * _itemsize(op.dtype), group=op.group,
+                group_ranks=list(op.group_ranks) or None)
 
 
 @functools.cache

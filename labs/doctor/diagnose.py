@@ -35,16 +35,24 @@ def stuck_calls(runs: dict, outcome) -> dict:
 
 
 def _counterpart(runs, c, pairs) -> bool:
-    """The peer did post an op the other way that matched nothing (another tag): the two
-    met, they just do not match. Not a wait for a call the peer has not reached."""
+    """The peer did post an op the other way on the same group that matched nothing
+    (another tag): the two met, they just do not match. Not a wait for a call the peer has
+    not reached."""
     other = "recv" if c.kind == "send" else "send"
     return c.peer in runs and any(
-        x.kind == other and x.peer == c.rank and not x.raised and id(x) not in pairs
-        for x in runs[c.peer].calls)
+        x.kind == other and x.peer == c.rank and x.group == c.group and not x.raised
+        and id(x) not in pairs for x in runs[c.peer].calls)
+
+
+def _collectives(run, group, before=None) -> int:
+    """How many collectives and barriers the rank posted on `group` (before seq `before`)."""
+    return sum(1 for x in run.calls if x.kind in ("sync", "collective") and x.group == group
+               and (before is None or x.seq < before))
 
 
 def _edges(runs, stuck, pairs) -> dict:
-    """rank -> the stuck ranks it waits for."""
+    """rank -> the stuck ranks it waits for. A collective waits for the members of its own
+    group that have not reached it: each group counts its collectives apart."""
     edges = {}
     for r, c in stuck.items():
         if c.p2p:
@@ -52,10 +60,9 @@ def _edges(runs, stuck, pairs) -> dict:
             peers = {c.peer} if partner is None and c.peer is not None \
                 and not _counterpart(runs, c, pairs) else set()
         else:
-            k = sum(1 for x in runs[r].calls if x.kind in ("sync", "collective")
-                    and x.seq < c.seq)
-            peers = {o for o, run in runs.items() if sum(
-                1 for x in run.calls if x.kind in ("sync", "collective")) <= k}
+            k = _collectives(runs[r], c.group, c.seq)
+            members = set(c.group_ranks) or set(runs)
+            peers = {o for o in members & set(runs) if _collectives(runs[o], c.group) <= k}
         edges[r] = {p for p in peers if p in stuck and p != r}
     return edges
 
@@ -99,7 +106,7 @@ def lone_findings(runs, outcome, pairs, explained) -> list:
     out = []
     for q in [c for c in lone if c.kind == "recv" and c.peer is not None]:
         s = next((c for c in lone if c.kind == "send" and c.rank == q.peer
-                  and c.peer == q.rank and c.tag != q.tag), None)
+                  and c.peer == q.rank and c.group == q.group and c.tag != q.tag), None)
         if s is not None:
             lone = [c for c in lone if c is not s and c is not q]
             out.append(_tag_mismatch(s, q, stuck))

@@ -31,7 +31,8 @@ class Event:
     backend   what the run changed (text: the report's header line, e.g. the script asked
               for nccl and CUDA: run on gloo, CUDA mapped onto the CPU); the last one counts
     init      init_process_group returned (text: the backend asked; index: 1 with device_id)
-    new_group new_group returned (text: the backend asked; numel: the group's size, 0 = all)
+    new_group new_group returned (text: the backend asked; numel: the group's size, 0 = all;
+              group: its name, "" on a rank outside it)
     call      a communication call is about to run (op fields below); "post" or "raised"
               follows unless the rank was stopped inside the call
     post      the call returned: the op reached the process group
@@ -69,6 +70,8 @@ class Event:
     overhead_s: float = 0.0      # exit: time spent in the doctor's own code on this rank
     elapsed_s: float = 0.0       # exit: how long the script ran on this rank
     stream: str = ""             # call/post: the CUDA stream current at the post (see above)
+    group: str = ""              # call/post/raised: the process group's name ("0": default)
+    group_ranks: list | None = None   # its members' global ranks, in group-rank order
 
     def to_line(self) -> str:
         return json.dumps({k: v for k, v in asdict(self).items()
