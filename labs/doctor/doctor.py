@@ -22,7 +22,7 @@ def findings(runs: dict, outcome) -> list:
     found = hung + failures.self_findings(runs)
     found += diagnose.lone_findings(runs, outcome, pairs, explained)
     found += buffers.size_findings(runs, pairs) + buffers.in_flight_findings(runs)
-    lone = {i for f in found if f.kind.startswith(("unmatched", "tag_")) for i in f.extra}
+    lone = {i for f in found if f.kind.startswith(("unmatched", "tag_", "group_")) for i in f.extra}
     found += diagnose.wait_findings(runs, lone)
     found += failures.failure_findings(runs, {r for f in found for r in f.ranks})
     found += failures.pinned_findings(runs)
