@@ -87,7 +87,8 @@ class Agent:
     def _wait(self, event, op, info):
         where = rec.caller()[0] if event == "wait" else ""
         text = info.get("error", "") if event == "wait_failed" else op.changed_in_flight
-        self.emit(event, seq=op.seq, where=where, text=text)
+        source = op.source if event == "waited" else None    # an any-source receive's sender
+        self.emit(event, seq=op.seq, where=where, text=text, peer=source)
         if event == "wait" and op.seq in self.batch_of:
             batch, index = self.batch_of[op.seq]
             self.emit("work", seq=op.seq, batch=batch, index=index, where=where)

@@ -38,7 +38,8 @@ class Event:
     post      the call returned: the op reached the process group
     raised    the call raised before it was posted (text: the error)
     wait      a wait on the op's Work starts (where: the code that waits)
-    waited    the wait returned (text: how a buffer changed in flight, if it did)
+    waited    the wait returned (text: how a buffer changed in flight, if it did; peer: the
+              sender of a receive from any source)
     wait_failed  the wait raised (text: the error)
     touched   the program used a buffer of the op while it was in flight (text: how)
     batch     a batch_isend_irecv call returned (seqs: its ops; nworks: the Works returned)

@@ -25,9 +25,10 @@ def match(runs: dict, tags: bool = True) -> dict:
             else:
                 recvs.append(((c.group, c.peer, c.rank, tag), c))
     pairs, left = fifo_pairs(sends, recvs)
-    for q in anys:
-        key = next((k for k in sorted(left) if left[k] and k[0] == q.group
-                    and k[2] == q.rank and (not tags or k[3] == q.tag)), None)
+    for q in anys:            # the sender it came from, when its wait told; else the first
+        key = next((k for k in sorted(left, key=lambda k: k[1] != q.source) if left[k]
+                    and k[0] == q.group and k[2] == q.rank and (not tags or k[3] == q.tag)),
+                   None)
         if key is not None:
             pairs.append((left[key].popleft(), q))
     out = {}

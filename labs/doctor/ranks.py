@@ -38,6 +38,7 @@ class Call:
     stream: str = ""          # the CUDA stream it was posted on ("" without CUDA streams)
     group: str = ""           # the process group it was posted on (its name: "0" the default)
     group_ranks: tuple = ()   # that group's global ranks (peers are global ranks too)
+    source: int | None = None  # a receive from any source: the rank it came from (at its wait)
 
     def on_group(self) -> str:
         """'' on the default group, else ' on group 1 (ranks [0, 2])': a group is known by its
@@ -170,6 +171,7 @@ def _apply_to_call(run: RankRun, call: Call, e: Event) -> None:
         call.wait_where = call.wait_where or e.where
     elif e.event == "waited":
         call.waited, call.t_done, call.changed = True, e.t, e.text
+        call.source = e.peer if call.peer is None else None
     elif e.event == "wait_failed":
         call.wait_failed, call.t_done = e.text, e.t
     elif e.event == "touched":
