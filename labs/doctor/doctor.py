@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 
-from labs.doctor import buffers, communicators, diagnose, failures, portability, streams
+from labs.doctor import (buffers, communicators, diagnose, failures, kernels, portability,
+                         streams)
 from labs.doctor.matching import match
 from labs.doctor.ranks import read_rank
 from labs.doctor.report import Report, merged, show_path
@@ -30,8 +31,9 @@ def findings(runs: dict, outcome) -> list:
     found += portability.first_batch_findings(runs) + portability.large_batch_findings(runs)
     found += portability.work_findings(runs, outcome.events)
     found += _lazy(communicators.lazy_findings(runs), hung)
-    found += streams.ungrouped_findings(runs, match(runs, tags=False),
-                                        bool(hung) or bool(outcome.stopped))
+    nccl_pairs, stopped = match(runs, tags=False), bool(hung) or bool(outcome.stopped)
+    found += streams.ungrouped_findings(runs, nccl_pairs, stopped)
+    found += kernels.order_findings(runs, nccl_pairs, pairs, stopped)
     return found
 
 
