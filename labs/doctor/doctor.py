@@ -140,9 +140,11 @@ def _streams_note(runs) -> list[str]:
         out.append(f"not modelled: CUDA streams used for communication ({', '.join(used)}): "
                    f"on NCCL a wait() orders the current stream, not the host; what that "
                    f"orders across streams is not checked")
-    if any(run.groups for run in runs.values()):
-        out.append("not modelled: the script made other process groups (new_group): NCCL's "
-                   "communicators per group; the NCCL rules treat every call as one group's")
+    cpu = communicators.cpu_groups(runs)
+    if any(c.group in cpu and c.p2p and not c.blocking for run in runs.values()
+           for c in run.calls):
+        out.append("not modelled: waits on a CPU group's isend/irecv (gloo beside NCCL): "
+                   "the NCCL model lets the host run past them")
     if len({run.device_id for run in runs.values()}) > 1:
         out.append("not modelled: device_id given on some ranks only")
     return out

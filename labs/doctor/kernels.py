@@ -219,15 +219,18 @@ def _finding(machine, stuck) -> Finding:
     words = "; ".join(_what(machine, stuck[r]) for r in ranks)
     lazy = [s for s in stuck.values() if s.comm is not None and (
         s.comm[0] == "pair" or (s.creates and s.comm not in machine.made))]
-    mode = (" Without device_id each pair's ungrouped calls have a communicator of their own, "
-            "made at the pair's first call with both ranks (the host waits there)."
+    mode = (" Without device_id a communicator is made at its first call, with every member "
+            "(each pair's own for ungrouped sends and receives): the host waits there."
             if lazy else "")
+    fix = " (or pass device_id to init_process_group)" if lazy else ""
+    across = ("NCCL and a CPU group" if any(s.comm is None for s in stuck.values())
+              else "collectives and point-to-point calls")
     return Finding(
         "communicator_order", f"ranks {', '.join(map(str, ranks))} would wait for each other "
-        f"across collectives and point-to-point calls", ranks,
+        f"across {across}", ranks,
         [(r, stuck[r].first.where) for r in ranks],
         "fine on gloo (observed in this run: gloo runs each call on the CPU as it comes)",
         f"a hang {size}: {words}. Each rank's NCCL calls run on its GPU in the order it issued "
         f"them, and NCCL requires calls on different communicators in the same order on every "
-        f"rank.{mode} Issue the collectives, barriers and batches in the same order on every "
-        f"rank", SOURCE + (f"; {LAZY_SOURCE}" if lazy else ""), True)
+        f"rank.{mode} Issue the collectives, barriers, CPU-group calls and batches in the "
+        f"same order on every rank{fix}", SOURCE + (f"; {LAZY_SOURCE}" if lazy else ""), True)

@@ -8,12 +8,14 @@ every process group matches its own messages (its own gloo context / NCCL commun
     torchrun --nproc-per-node 3 groups_metadata_pipeline.py                   # on GPUs
     python -m labs.doctor --nproc-per-node 3 labs/scripts/doctor/groups_metadata_pipeline.py
 
-device_id makes NCCL create the device group's communicator at init: without it the first
-isend would create the pair's communicator lazily, waiting for a receiver that is itself
-waiting for the metadata on the CPU group (the model says so). The twin that puts a tensor
-on the wrong group: groups_wrong_group.py.
+device_id makes NCCL create the device group's communicator at init. Run with --lazy for
+the hazard twin without it: the first isend then creates the pair's communicator lazily and
+waits there for a receiver that is itself waiting for the metadata on the CPU group, which
+the sender sends only after its isend (a hang on NCCL, fine on gloo). The twin that puts a
+tensor on the wrong group: groups_wrong_group.py.
 """
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -21,7 +23,10 @@ import torch.distributed as dist
 local_rank = int(os.environ["LOCAL_RANK"])
 torch.cuda.set_device(local_rank)
 device = torch.device("cuda", local_rank)
-dist.init_process_group("nccl", device_id=device)
+if "--lazy" in sys.argv:
+    dist.init_process_group("nccl")
+else:
+    dist.init_process_group("nccl", device_id=device)
 cpu_group = dist.new_group(backend="gloo")          # vLLM's cpu_group, for metadata
 rank, world = dist.get_rank(), dist.get_world_size()
 
