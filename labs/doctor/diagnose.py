@@ -17,6 +17,9 @@ NCCL_DEADLOCK = ("the same cycle on NCCL; NCCL may buffer a small send, so there
                  "for small messages and hang for large ones")
 # A receive completes only when its send is posted: no buffer breaks a cycle of receives.
 NCCL_DEADLOCK_RECVS = "the same cycle on NCCL, at every size: a receive waits for its send"
+NCCL_DEADLOCK_NO_SEND = ("the same cycle on NCCL, at every size: no send in it that NCCL "
+                         "could buffer (a receive waits for its send, a collective for every "
+                         "member of its group)")
 NCCL_SOURCE = "NVIDIA/nccl#479, #783 (an NCCL send may wait for its receive)"
 
 
@@ -82,7 +85,8 @@ def hang_findings(runs, outcome, pairs) -> tuple[list, set]:
             "deadlock", f"ranks {', '.join(map(str, cycle))} wait for each other", tuple(cycle),
             [_w(c) for c in calls], f"{words}: no rank reaches the call the next one waits "
             f"for; {_how_stopped(outcome, calls)}",
-            NCCL_DEADLOCK_RECVS if all(c.kind == "recv" for c in calls) else NCCL_DEADLOCK,
+            NCCL_DEADLOCK_RECVS if all(c.kind == "recv" for c in calls) else
+            NCCL_DEADLOCK_NO_SEND if all(c.kind != "send" for c in calls) else NCCL_DEADLOCK,
             NCCL_SOURCE))
     return found, explained
 

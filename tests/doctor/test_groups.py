@@ -123,3 +123,14 @@ FIXED = [(s, a, n) for s in ("collective_in_order.py", "barrier_in_order.py")
 @pytest.mark.parametrize("script, args, nproc", over_sizes(*FIXED))
 def test_the_same_order_on_every_rank_gets_a_clean_bill(script, args, nproc):
     clean(doctor(NCCL / script, nproc, *args))
+
+
+def test_a_subgroups_collective_is_not_counted_as_the_worlds():
+    """Rank 1's all_reduce on the group of ranks [0, 1] is not the world's barrier: the cycle
+    is rank 1's recv and rank 2's barrier, at every size on NCCL (no send to buffer)."""
+    script = SCRIPTS / "groups_subgroup_hang.py"
+    report = doctor(script, 3)
+    [f] = report.by_kind("deadlock")
+    assert set(f.ranks) == {1, 2} and "at every size" in f.nccl, report.text()
+    assert (1, at(script, "dist.recv(torch.empty(1), 2)")) in f.where
+    assert (2, at(script, "dist.barrier()")) in f.where
