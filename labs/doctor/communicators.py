@@ -11,7 +11,9 @@ made by the first such call on every rank.
 
 With `device_id`, init_process_group creates the group's communicator at once
 (eager_connect_single_device) and every point-to-point op uses it: no pair is created
-later (streams.py then models one stream per rank).
+later (streams.py then models one stream per rank and group). Every process group has
+communicators of its own (each ProcessGroupNCCL keeps its own map of them, the pairs'
+included); kernels.py orders them across groups.
 """
 from __future__ import annotations
 
