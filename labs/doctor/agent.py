@@ -107,7 +107,8 @@ class Agent:
     def _wait(self, event, op, info):
         where = rec.caller()[0] if event == "wait" else ""
         text = info.get("error", "") if event == "wait_failed" else op.changed_in_flight
-        self.emit(event, seq=op.seq, where=where, text=text)
+        source = op.source if event == "waited" else None    # an any-source receive's sender
+        self.emit(event, seq=op.seq, where=where, text=text, peer=source)
         if event == "wait" and op.seq in self.batch_of:
             batch, index = self.batch_of[op.seq]
             self.emit("work", seq=op.seq, batch=batch, index=index, where=where)
@@ -164,7 +165,8 @@ class Agent:
                 backend, pg_options = "gloo", None
             out = original(ranks, timeout, backend, pg_options, *args, **kw)
             gpu_view.asked_for(out, asked or self.asked)
-            self.emit("new_group", text=asked, numel=len(ranks or []), where=rec.caller()[0])
+            self.emit("new_group", text=asked, numel=len(ranks or []), where=rec.caller()[0],
+                      group=getattr(out, "group_name", ""))
             return out
         return new_group
 
@@ -239,7 +241,8 @@ def _calls_len(frame) -> bool:
 def _op_fields(op) -> dict:
     return dict(seq=op.seq, kind=op.kind, name=op.name, api=op.api, peer=op.peer,
                 numel=op.numel, dtype=op.dtype, tag=op.tag, where=op.where,
-                nbytes=op.numel * _itemsize(op.dtype))
+                nbytes=op.numel * _itemsize(op.dtype), group=op.group,
+                group_ranks=list(op.group_ranks) or None)
 
 
 @functools.cache

@@ -138,6 +138,8 @@ def _mismatch(s, q, receiver) -> Finding:
     if q.nbytes < s.nbytes:
         seen = ("rank {r} was killed by SIGABRT ('Received data size doesn't match "
                 "expected size'): nothing can catch it" if _abort_seen(receiver) else
+                "rank {r} finished before the message arrived; had it arrived, gloo would "
+                "have aborted it (SIGABRT)" if receiver.finished else
                 "gloo aborts the receiving process (SIGABRT) when the message arrives")
         return Finding("size_mismatch", "the receive buffer is smaller than the message",
                        (s.rank, q.rank), where, f"{pair}: {seen.format(r=q.rank)}",

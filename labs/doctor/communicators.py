@@ -11,7 +11,9 @@ made by the first such call on every rank.
 
 With `device_id`, init_process_group creates the group's communicator at once
 (eager_connect_single_device) and every point-to-point op uses it: no pair is created
-later (streams.py then models one stream per rank).
+later (streams.py then models one stream per rank and group). Every process group has
+communicators of its own (each ProcessGroupNCCL keeps its own map of them, the pairs'
+included); kernels.py orders them across groups.
 """
 from __future__ import annotations
 
@@ -39,41 +41,62 @@ MIXED_NCCL = ("a hang at any message size. Without device_id, rank {r}'s ungroup
               "the pair's, and the two never meet. Group both sides, or neither")
 
 
+def cpu_groups(runs) -> set:
+    """Names of the groups that stay on gloo on a GPU run: made with new_group(backend=
+    "gloo") by a script whose default group asked for another backend (vLLM's cpu_group).
+    Every other group is modelled as NCCL, the default group included."""
+    out = set()
+    for run in runs.values():
+        asked = run.inits[0].text if run.inits else ""
+        if asked and asked != "gloo":
+            out |= {g.group for g in run.groups if g.text == "gloo" and g.group}
+    return out
+
+
+def nccl_calls(run, cpu: set) -> list:
+    """The rank's calls that would reach NCCL: every call but those on a CPU group."""
+    return [c for c in run.calls if c.group not in cpu]
+
+
 def eager(runs) -> bool:
     """Every rank passed device_id: NCCL's communicator is made at init."""
     return bool(runs) and all(getattr(run, "device_id", False) for run in runs.values())
 
 
-def _firsts(run, ranks) -> list:
-    """The rank's first ungrouped point-to-point call with each peer, in program order:
-    where NCCL would create that pair's communicator."""
+def _firsts(run, ranks, cpu) -> list:
+    """The rank's first ungrouped point-to-point call with each peer on each NCCL group, in
+    program order: where NCCL would create that pair's communicator (one per group)."""
     seen, out = set(), []
-    for c in run.calls:
+    for c in nccl_calls(run, cpu):
         if not c.p2p or c.batch is not None or c.raised or c.peer is None \
-                or c.peer == c.rank or c.peer not in ranks or c.peer in seen:
+                or c.peer == c.rank or c.peer not in ranks or (c.group, c.peer) in seen:
             continue
-        seen.add(c.peer)
+        seen.add((c.group, c.peer))
         out.append(c)
     return out
 
 
-def _batched_with(run, peer) -> bool:
-    return any(c.p2p and c.batch is not None and c.peer == peer for c in run.calls)
+def _batched_with(run, peer, group) -> bool:
+    return any(c.p2p and c.batch is not None and c.peer == peer and c.group == group
+               for c in run.calls)
 
 
 def _waiting(runs) -> dict:
     """Create the pairs' communicators as the ranks reach their first calls (a pair when
-    both ranks' next first call is to each other); rank -> the call it would wait in."""
-    steps = {r: _firsts(run, set(runs)) for r, run in runs.items()}
+    both ranks' next first call is to each other on one group); rank -> the call it would
+    wait in."""
+    cpu = cpu_groups(runs)
+    steps = {r: _firsts(run, set(runs), cpu) for r, run in runs.items()}
     at = {r: 0 for r in runs}
     moved = True
     while moved:
         moved = False
         for r in sorted(runs):
             if at[r] < len(steps[r]):
-                p = steps[r][at[r]].peer
-                if at[p] < len(steps[p]) and steps[p][at[p]].peer == r:
-                    at[r], at[p], moved = at[r] + 1, at[p] + 1, True
+                c = steps[r][at[r]]
+                other = steps[c.peer][at[c.peer]] if at[c.peer] < len(steps[c.peer]) else None
+                if other is not None and other.peer == r and other.group == c.group:
+                    at[r], at[c.peer], moved = at[r] + 1, at[c.peer] + 1, True
     return {r: steps[r][at[r]] for r in runs if at[r] < len(steps[r])}
 
 
@@ -101,7 +124,7 @@ def lazy_findings(runs) -> list:
             "made)", LAZY_NCCL.format(chain=chain), LAZY_SOURCE, True))
     for r, c in waiting.items():
         p = c.peer
-        if p not in waiting and _batched_with(runs[p], r):
+        if p not in waiting and _batched_with(runs[p], r, c.group):
             out.append(Finding(
                 "lazy_communicators", f"rank {r} reaches rank {p} ungrouped, rank {p} "
                 f"reaches rank {r} only in a batch", (r, p), [(r, c.where)],

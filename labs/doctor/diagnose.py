@@ -17,6 +17,9 @@ NCCL_DEADLOCK = ("the same cycle on NCCL; NCCL may buffer a small send, so there
                  "for small messages and hang for large ones")
 # A receive completes only when its send is posted: no buffer breaks a cycle of receives.
 NCCL_DEADLOCK_RECVS = "the same cycle on NCCL, at every size: a receive waits for its send"
+NCCL_DEADLOCK_NO_SEND = ("the same cycle on NCCL, at every size: no send in it that NCCL "
+                         "could buffer (a receive waits for its send, a collective for every "
+                         "member of its group)")
 NCCL_SOURCE = "NVIDIA/nccl#479, #783 (an NCCL send may wait for its receive)"
 
 
@@ -35,16 +38,24 @@ def stuck_calls(runs: dict, outcome) -> dict:
 
 
 def _counterpart(runs, c, pairs) -> bool:
-    """The peer did post an op the other way that matched nothing (another tag): the two
-    met, they just do not match. Not a wait for a call the peer has not reached."""
+    """The peer did post an op the other way that matched nothing (another tag, or another
+    process group): the two met, they just do not match. Not a wait for a call the peer has
+    not reached."""
     other = "recv" if c.kind == "send" else "send"
     return c.peer in runs and any(
         x.kind == other and x.peer == c.rank and not x.raised and id(x) not in pairs
         for x in runs[c.peer].calls)
 
 
+def _collectives(run, group, before=None) -> int:
+    """How many collectives and barriers the rank posted on `group` (before seq `before`)."""
+    return sum(1 for x in run.calls if x.kind in ("sync", "collective") and x.group == group
+               and (before is None or x.seq < before))
+
+
 def _edges(runs, stuck, pairs) -> dict:
-    """rank -> the stuck ranks it waits for."""
+    """rank -> the stuck ranks it waits for. A collective waits for the members of its own
+    group that have not reached it: each group counts its collectives apart."""
     edges = {}
     for r, c in stuck.items():
         if c.p2p:
@@ -52,10 +63,9 @@ def _edges(runs, stuck, pairs) -> dict:
             peers = {c.peer} if partner is None and c.peer is not None \
                 and not _counterpart(runs, c, pairs) else set()
         else:
-            k = sum(1 for x in runs[r].calls if x.kind in ("sync", "collective")
-                    and x.seq < c.seq)
-            peers = {o for o, run in runs.items() if sum(
-                1 for x in run.calls if x.kind in ("sync", "collective")) <= k}
+            k = _collectives(runs[r], c.group, c.seq)
+            members = set(c.group_ranks) or set(runs)
+            peers = {o for o in members & set(runs) if _collectives(runs[o], c.group) <= k}
         edges[r] = {p for p in peers if p in stuck and p != r}
     return edges
 
@@ -75,7 +85,8 @@ def hang_findings(runs, outcome, pairs) -> tuple[list, set]:
             "deadlock", f"ranks {', '.join(map(str, cycle))} wait for each other", tuple(cycle),
             [_w(c) for c in calls], f"{words}: no rank reaches the call the next one waits "
             f"for; {_how_stopped(outcome, calls)}",
-            NCCL_DEADLOCK_RECVS if all(c.kind == "recv" for c in calls) else NCCL_DEADLOCK,
+            NCCL_DEADLOCK_RECVS if all(c.kind == "recv" for c in calls) else
+            NCCL_DEADLOCK_NO_SEND if all(c.kind != "send" for c in calls) else NCCL_DEADLOCK,
             NCCL_SOURCE))
     return found, explained
 
@@ -91,18 +102,20 @@ def _how_stopped(outcome, calls) -> str:
 
 
 def lone_findings(runs, outcome, pairs, explained) -> list:
-    """Sends and receives that nothing matched; two that differ only in tag, as one."""
+    """Sends and receives that nothing matched; two that differ only in tag or in process
+    group, as one."""
     stuck = stuck_calls(runs, outcome)
     lone = [c for run in runs.values() for c in run.calls
             if c.p2p and not c.raised and id(c) not in pairs and id(c) not in explained
             and c.peer != c.rank and _peer_done(runs, c, stuck)]
     out = []
     for q in [c for c in lone if c.kind == "recv" and c.peer is not None]:
-        s = next((c for c in lone if c.kind == "send" and c.rank == q.peer
-                  and c.peer == q.rank and c.tag != q.tag), None)
+        sends = [c for c in lone if c.kind == "send" and c.rank == q.peer and c.peer == q.rank]
+        s = next((c for c in sends if c.group == q.group), sends[0] if sends else None)
         if s is not None:
             lone = [c for c in lone if c is not s and c is not q]
-            out.append(_tag_mismatch(s, q, stuck))
+            out.append(_tag_mismatch(s, q, stuck) if s.group == q.group
+                       else _group_mismatch(s, q, stuck))
             out[-1].extra = [id(s), id(q)]
     return out + [_lone(c, stuck, runs) for c in lone]
 
@@ -125,6 +138,24 @@ def _tag_mismatch(s, q, stuck) -> Finding:
                    f"match (gloo honours tags); {what}",
                    "NCCL ignores tags: these two would match there", "torch.distributed docs "
                    "(tags are not supported by NCCL)")
+
+
+def _on(c) -> str:
+    return c.describe() + ("" if c.on_group() else " on the default group")
+
+
+def _group_mismatch(s, q, stuck) -> Finding:
+    hung = [c.rank for c in (s, q) if stuck.get(c.rank) is c]
+    what = ("nothing waits for them: the message is silently lost" if not hung else
+            f"rank {hung[0]} waits for it until the job is stopped" if len(hung) == 1 else
+            f"ranks {hung[0]} and {hung[1]} wait for them until the job is stopped")
+    return Finding("group_mismatch", "sent on one process group, expected on another",
+                   (s.rank, q.rank), [_w(s), _w(q)],
+                   f"rank {s.rank}'s {_on(s)} and rank {q.rank}'s {_on(q)} never match: each "
+                   f"process group matches only its own messages; {what}",
+                   "the same on NCCL: each group has its own communicator",
+                   "torch 2.13 distributed_c10d.py _new_process_group_helper (a backend "
+                   "object per group)")
 
 
 def _lone(c, stuck, runs) -> Finding:

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 
-from labs.doctor import buffers, communicators, diagnose, exits, failures, portability, streams
+from labs.doctor import (buffers, communicators, diagnose, exits, failures, kernels,
+                         portability, streams)
 from labs.doctor.matching import match
 from labs.doctor.ranks import read_rank
 from labs.doctor.report import Report, merged, show_path
@@ -24,7 +25,7 @@ def findings(runs: dict, outcome) -> list:
     found += diagnose.lone_findings(runs, outcome, pairs, explained)
     found += buffers.size_findings(runs, pairs) + buffers.in_flight_findings(runs)
     found += buffers.stream_findings(runs)
-    lone = {i for f in found if f.kind.startswith(("unmatched", "tag_")) for i in f.extra}
+    lone = {i for f in found if f.kind.startswith(("unmatched", "tag_", "group_")) for i in f.extra}
     found += diagnose.wait_findings(runs, lone)
     found += failures.failure_findings(runs, {r for f in found for r in f.ranks})
     found += failures.pinned_findings(runs)
@@ -32,8 +33,9 @@ def findings(runs: dict, outcome) -> list:
     found += portability.first_batch_findings(runs) + portability.large_batch_findings(runs)
     found += portability.work_findings(runs, outcome.events)
     found += _lazy(communicators.lazy_findings(runs), hung)
-    found += streams.ungrouped_findings(runs, match(runs, tags=False),
-                                        bool(hung) or bool(outcome.stopped))
+    nccl_pairs, stopped = match(runs, tags=False), bool(hung) or bool(outcome.stopped)
+    found += streams.ungrouped_findings(runs, nccl_pairs, stopped)
+    found += kernels.order_findings(runs, nccl_pairs, pairs, stopped)
     return buffers.without_consequences(found, refused)
 
 
@@ -144,9 +146,11 @@ def _streams_note(runs) -> list[str]:
                    f"checked: whether the stream a send was posted on was ordered after the "
                    f"stream that wrote its buffer, nor the caching allocator's reuse of "
                    f"buffers across streams (record_stream)")
-    if any(run.groups for run in runs.values()):
-        out.append("not modelled: the script made other process groups (new_group): NCCL's "
-                   "communicators per group; the NCCL rules treat every call as one group's")
+    cpu = communicators.cpu_groups(runs)
+    if any(c.group in cpu and c.p2p and not c.blocking for run in runs.values()
+           for c in run.calls):
+        out.append("not modelled: waits on a CPU group's isend/irecv (gloo beside NCCL): "
+                   "the NCCL model lets the host run past them")
     if len({run.device_id for run in runs.values()}) > 1:
         out.append("not modelled: device_id given on some ranks only")
     return out

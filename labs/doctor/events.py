@@ -31,13 +31,15 @@ class Event:
     backend   what the run changed (text: the report's header line, e.g. the script asked
               for nccl and CUDA: run on gloo, CUDA mapped onto the CPU); the last one counts
     init      init_process_group returned (text: the backend asked; index: 1 with device_id)
-    new_group new_group returned (text: the backend asked; numel: the group's size, 0 = all)
+    new_group new_group returned (text: the backend asked; numel: the group's size, 0 = all;
+              group: its name, "" on a rank outside it)
     call      a communication call is about to run (op fields below); "post" or "raised"
               follows unless the rank was stopped inside the call
     post      the call returned: the op reached the process group
     raised    the call raised before it was posted (text: the error)
     wait      a wait on the op's Work starts (where: the code that waits)
-    waited    the wait returned (text: how a buffer changed in flight, if it did)
+    waited    the wait returned (text: how a buffer changed in flight, if it did; peer: the
+              sender of a receive from any source)
     wait_failed  the wait raised (text: the error)
     touched   the program used a buffer of the op while it was in flight (text: how)
     raced     a CUDA stream (stream) touched a received buffer after its wait but before the
@@ -74,6 +76,8 @@ class Event:
     elapsed_s: float = 0.0       # exit: how long the script ran on this rank
     stream: str = ""             # call/post: the CUDA stream current at the post (see above)
     frames: list | None = None   # frames: the chain of calls (see above)
+    group: str = ""              # call/post/raised: the process group's name ("0": default)
+    group_ranks: list | None = None   # its members' global ranks, in group-rank order
 
     def to_line(self) -> str:
         return json.dumps({k: v for k, v in asdict(self).items()

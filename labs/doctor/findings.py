@@ -9,6 +9,7 @@ LESSON = {
     "deadlock": "04_deadlock_hazards", "unmatched_send": "04_deadlock_hazards",
     "unmatched_recv": "04_deadlock_hazards", "tag_mismatch": "04_deadlock_hazards",
     "size_mismatch": "04_deadlock_hazards", "dtype_mismatch": "04_deadlock_hazards",
+    "group_mismatch": "04_deadlock_hazards", "communicator_order": "04_deadlock_hazards",
     "self": "04_deadlock_hazards", "call_failed": "11_your_own_job",
     "group_outlives_destroy": "11_your_own_job",
     "unwaited": "03_waiting_and_overlap", "partly_waited": "03_waiting_and_overlap",

@@ -11,7 +11,7 @@ never run here. Each rule names its source.
 """
 from __future__ import annotations
 
-from labs.doctor.communicators import eager
+from labs.doctor.communicators import cpu_groups, eager
 from labs.doctor.findings import Finding
 from labs.doctor.matching import match
 
@@ -51,31 +51,47 @@ def tag_findings(runs, gloo_pairs) -> list:
     return out
 
 
-def _first_on_group_comm(run):
-    """The rank's first call on the group's own communicator: a batch or a collective
-    (ungrouped sends and receives use per-pair communicators when device_id is not given)."""
-    return next((c for c in run.calls if not c.raised and (
+def _first_on_group_comm(run, group):
+    """The rank's first call on `group`'s own communicator, as attempted (a batch that raised
+    at its first op was still this rank's batch): a batch or a collective (ungrouped sends
+    and receives use per-pair communicators when device_id is not given)."""
+    return next((c for c in run.calls if c.group == group and (
         c.batch is not None or c.kind in ("sync", "collective"))), None)
 
 
 def first_batch_findings(runs) -> list:
+    """Per NCCL process group: its members whose first call on the group's communicator is
+    a batch, when another member starts that communicator with something else."""
     if eager(runs):
         return []           # device_id: the communicator was made at init, by every rank
-    firsts = {r: _first_on_group_comm(run) for r, run in runs.items()}
-    batched = [r for r, c in firsts.items() if c is not None and c.batch is not None]
-    if not batched or len(batched) == len(runs):
-        return []
-    others = [r for r in runs if r not in batched]
-    return [Finding(
-        "nccl_first_batch", "the group's first call is a batch that not every rank joins",
-        tuple(batched), [(r, firsts[r].where) for r in batched],
+    cpu, out = cpu_groups(runs), []
+    for group in sorted({c.group for run in runs.values() for c in run.calls} - cpu):
+        members = _members(runs, group)
+        firsts = {r: _first_on_group_comm(runs[r], group) for r in members}
+        batched = [r for r, c in firsts.items() if c is not None and c.batch is not None]
+        if batched and len(batched) < len(members):
+            out.append(_first_batch(firsts, batched, [r for r in members if r not in batched]))
+    return out
+
+
+def _members(runs, group) -> list:
+    ranks = next((c.group_ranks for run in runs.values() for c in run.calls
+                  if c.group == group and c.group_ranks), ())
+    return sorted(set(ranks or runs) & set(runs))
+
+
+def _first_batch(firsts, batched, others) -> Finding:
+    on = firsts[batched[0]].on_group()
+    return Finding(
+        "nccl_first_batch", f"the group's first call is a batch that not every rank "
+        f"joins{on}", tuple(batched), [(r, firsts[r].where) for r in batched],
         f"{FINE_ON_GLOO} (rank{'s' if len(others) > 1 else ''} {', '.join(map(str, others))} "
         f"started with another call)",
         "undefined on NCCL: a batch_isend_irecv that is the group's first collective call "
         "must include every rank of the group (it creates the communicator); pass "
         "device_id to init_process_group to create it at init",
         "torch 2.13 distributed_c10d.py batch_isend_irecv docstring; pytorch/pytorch#74701",
-        True)]
+        True)
 
 
 def large_batch_findings(runs) -> list:

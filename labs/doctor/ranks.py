@@ -37,6 +37,16 @@ class Call:
     touched: list = field(default_factory=list)      # (where, text)
     raced: list = field(default_factory=list)        # (where, text): a stream read too early
     stream: str = ""          # the CUDA stream it was posted on ("" without CUDA streams)
+    group: str = ""           # the process group it was posted on (its name: "0" the default)
+    group_ranks: tuple = ()   # that group's global ranks (peers are global ranks too)
+    source: int | None = None  # a receive from any source: the rank it came from (at its wait)
+
+    def on_group(self) -> str:
+        """'' on the default group, else ' on group 1 (ranks [0, 2])': a group is known by its
+        ranks, and by its name where two groups hold the same ranks."""
+        if self.group in ("", "0"):
+            return ""
+        return f" on group {self.group} (ranks {list(self.group_ranks)})"
 
     @property
     def p2p(self) -> bool:
@@ -54,11 +64,11 @@ class Call:
         if self.batch is not None:
             verb = f"{'isend' if self.kind == 'send' else 'irecv'} (batch_isend_irecv)"
         if self.kind == "send":
-            return f"{verb} of {size} to rank {self.peer}{tag}"
+            return f"{verb} of {size} to rank {self.peer}{tag}{self.on_group()}"
         if self.kind == "recv":
             src = "any source" if self.peer is None else f"rank {self.peer}"
-            return f"{verb} of {size} from {src}{tag}"
-        return self.name
+            return f"{verb} of {size} from {src}{tag}{self.on_group()}"
+        return self.name + self.on_group()
 
 
 @dataclass
@@ -130,7 +140,8 @@ def _apply(run: RankRun, calls: dict, e: Event) -> None:
     elif e.event in ("call", "post", "raised"):
         call = Call(run.rank, e.seq, e.kind, e.name, e.api, e.peer, e.numel, e.dtype, e.tag,
                     e.nbytes, e.where, e.batch, e.t, raised=e.text if e.event == "raised" else "",
-                    returned=e.event != "call", stream=e.stream)
+                    returned=e.event != "call", stream=e.stream, group=e.group,
+                    group_ranks=tuple(e.group_ranks or ()))
         announced = calls.pop(e.seq, None)
         if announced is not None and not announced.returned:   # its "call": now it is over
             call.t_post = announced.t_post
@@ -161,6 +172,7 @@ def _apply_to_call(run: RankRun, call: Call, e: Event) -> None:
         call.wait_where = call.wait_where or e.where
     elif e.event == "waited":
         call.waited, call.t_done, call.changed = True, e.t, e.text
+        call.source = e.peer if call.peer is None else None
     elif e.event == "wait_failed":
         call.wait_failed, call.t_done = e.text, e.t
     elif e.event == "touched":

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
 import torch._C._distributed_c10d as c10d_C
 import torch.distributed as dist
+import torch.distributed.distributed_c10d as c10d
 
 from labs.harness.grading.buffers import _tensors
 
@@ -54,6 +56,8 @@ class Op:
     descents: int = 0             # on the positional probe: elements out of the tensor's order
     encoded: int = 0              # on the positional probe: elements that add up no rank
     pieces: int = 1               # on the positional probe: the model's gradients it holds
+    group: str = ""               # the process group's name ("0": the default group)
+    group_ranks: tuple = ()       # its members' global ranks, in group-rank order
 
     def describe(self) -> str:
         size = f"{self.numel} x {self.dtype}"
@@ -74,8 +78,30 @@ def _global(pg_obj, group_rank):
         return group_rank
 
 
+def _group(args) -> tuple[str, tuple]:
+    """(name, global ranks) of the process group a dispatcher call was given: the c10d ops
+    pass it boxed (a ScriptObject), the functional ones by name (their last argument).
+    Every group has its own gloo context / NCCL communicator: messages match per group."""
+    for arg in (a for a in args if isinstance(a, (str, torch._C.ScriptObject))):
+        try:
+            pg = (c10d._resolve_process_group(arg) if isinstance(arg, str)
+                  else c10d_C.ProcessGroup.unbox(arg))
+            return pg.group_name, tuple(dist.get_process_group_ranks(pg))
+        except Exception:  # noqa: BLE001 - a ReduceOp, a tag, an unregistered name
+            continue
+    return "", ()
+
+
 def _classify(name, args) -> Op | list[Op] | None:
-    """The Op(s) a dispatcher call is, from its name and arguments (schemas of torch 2.13)."""
+    """The Op(s) a dispatcher call is, from its name and arguments (schemas of torch 2.13),
+    each with the process group it was posted on."""
+    found = _classify_op(name, args)
+    for op in found if isinstance(found, list) else [found] if found else []:
+        op.group, op.group_ranks = _group(args)
+    return found
+
+
+def _classify_op(name, args) -> Op | list[Op] | None:
     if name in NOT_COMMUNICATION:
         return None
     tensors = _tensors(args[0]) if args else []
