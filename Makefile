@@ -18,7 +18,10 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-JOBS   ?= 2
+# pytest's workers (xdist) in make test, test-all, test-fast: one per core this process may use,
+# 2 at least (a test waits on its ranks more than it computes). `make test JOBS=4` chooses.
+JOBS   ?= $(shell $(PYTHON) -c 'import os; print(max(2, len(os.sched_getaffinity(0)) \
+  if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2))')
 LOCK   := requirements.lock
 
 .PHONY: lab reset test test-all test-fast check notebooks bench clean setup torch-install \

@@ -29,14 +29,31 @@ os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")   # quiet ipykernel
 os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
 
 
+# The work units that take longest, longest first: they start before everything else, so
+# that none of them is still running alone at the end. (xdist starts the files with the
+# most tests first; each of these is a unit of one to a few tests, measured by make test's
+# --durations: notebook 11's learner run about 80 s, make check end to end about 48 s.)
+LONGEST_FIRST = (
+    "tests/notebooks/test_learner_run.py::test_runs_to_the_end_unsolved[11_your_own_job.ipynb]",
+    "tests/harness/test_make_check.py",
+)
+
+
 class _LoadFileLearnerRunsApart(LoadFileScheduling):
     """`--dist loadfile`, except that each notebook's learner run (tests/notebooks/) is a
-    work unit of its own, so the two workers share them."""
+    work unit of its own, so the workers share them, and LONGEST_FIRST's units start first."""
 
     def _split_scope(self, nodeid):
         if nodeid.startswith("tests/notebooks/test_learner_run.py::"):
             return nodeid
         return super()._split_scope(nodeid)
+
+    def _assign_work_unit(self, node):
+        # xdist hands out the queue's first unit: put the longest there first.
+        for scope in reversed(LONGEST_FIRST):
+            if scope in self.workqueue:
+                self.workqueue.move_to_end(scope, last=False)
+        super()._assign_work_unit(node)
 
 
 class _Scheduling:

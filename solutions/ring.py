@@ -1,4 +1,6 @@
 """Reference solutions for lesson 05 (labs/ring.py)."""
+from dataclasses import dataclass
+
 import torch
 import torch.distributed as dist
 
@@ -73,6 +75,37 @@ def ring_all_reduce(tensor):
     return tensor
 
 
+@dataclass
+class _Arrival:
+    """One segment's receive: at ring step `step`, elements [start, stop) of the tensor
+    arrive in `buf`, its place in that step's scratch row."""
+    step: int
+    start: int
+    stop: int
+    buf: torch.Tensor
+
+
+def _segments(bounds, c, seg):
+    """Chunk c cut into (start, stop) pieces of at most `seg` elements."""
+    start, stop = bounds[c]
+    return [(a, min(a + seg, stop)) for a in range(start, stop, seg)]
+
+
+def _post_receives(flat, bounds, seg, prev) -> tuple[list[_Arrival], list]:
+    """Every receive of the ring posted now, in the order the sends will come, each into its
+    own scratch row: nothing we write later is a buffer still in flight. (arrivals, Works)"""
+    rank, n = dist.get_rank(), dist.get_world_size()
+    steps = 2 * (n - 1)              # steps 0..n-2 reduce, n-1..2n-3 gather
+    scratch = _scratch((steps, bounds[0][1] - bounds[0][0]), flat.dtype)  # a row per step
+    arrivals, ops = [], []
+    for t in range(steps):
+        c = (rank - t - 2) % n
+        for a, b in _segments(bounds, c, seg):
+            arrivals.append(_Arrival(t, a, b, scratch[t, a - bounds[c][0]:b - bounds[c][0]]))
+            ops.append(dist.P2POp(dist.irecv, arrivals[-1].buf, prev))
+    return arrivals, dist.batch_isend_irecv(ops) if ops else []
+
+
 def pipelined_ring_all_reduce(tensor, segment_bytes=4 << 20):
     flat = _check(tensor)
     rank, n = dist.get_rank(), dist.get_world_size()
@@ -81,43 +114,27 @@ def pipelined_ring_all_reduce(tensor, segment_bytes=4 << 20):
     bounds = chunk_bounds(flat.numel(), n)
     nxt, prev = (rank + 1) % n, (rank - 1) % n
     seg = max(1, segment_bytes // flat.element_size())
-    steps = 2 * (n - 1)              # steps 0..n-2 reduce, n-1..2n-3 gather
-    width = bounds[0][1] - bounds[0][0]
-    scratch = _scratch((steps, width), flat.dtype)   # one receive row per step
-
-    def segments(c):
-        start, stop = bounds[c]
-        return [(a, min(a + seg, stop)) for a in range(start, stop, seg)]
-
-    # 1. Post every receive now, in the order the sends will come, each into its own
-    #    scratch row: nothing we write later is a buffer still in flight.
-    plan, ops = [], []
-    for t in range(steps):
-        c = (rank - t - 2) % n
-        start = bounds[c][0]
-        for a, b in segments(c):
-            buf = scratch[t, a - start:b - start]
-            plan.append((t, a, b, buf))
-            ops.append(dist.P2POp(dist.irecv, buf, prev))
-    receives = dist.batch_isend_irecv(ops) if ops else []
+    # 1. Post every receive now (see _post_receives).
+    arrivals, receives = _post_receives(flat, bounds, seg, prev)
     sending = {}                     # segment -> the isend still reading it
 
     def send(a, b):
         sending[(a, b)] = dist.isend(flat[a:b], nxt)
 
     # 2. Step 0 sends our own chunk r-1 as it is.
-    for a, b in segments((rank - 1) % n):
+    for a, b in _segments(bounds, (rank - 1) % n, seg):
         send(a, b)
     # 3. Each segment, as soon as it arrives: add it (reduce steps) or copy it (gather
     #    steps) into the tensor, once the send reading that segment is done; forward it.
-    for (t, a, b, buf), work in zip(plan, receives):
+    for got, work in zip(arrivals, receives):
         work.wait()
-        if (a, b) in sending:
-            sending.pop((a, b)).wait()
-        with span("add" if t < n - 1 else "copy"):
-            flat[a:b].add_(buf) if t < n - 1 else flat[a:b].copy_(buf)
-        if t + 1 < steps:
-            send(a, b)
+        if (got.start, got.stop) in sending:
+            sending.pop((got.start, got.stop)).wait()
+        into, reducing = flat[got.start:got.stop], got.step < n - 1
+        with span("add" if reducing else "copy"):
+            into.add_(got.buf) if reducing else into.copy_(got.buf)
+        if got.step + 1 < 2 * (n - 1):
+            send(got.start, got.stop)
     for work in sending.values():
         work.wait()
     return tensor

@@ -20,26 +20,11 @@ def torchrun_root_cause_is_the_smallest_whole_second():
     # min over the failures by timestamp; ProcessFailure.timestamp = int(time.time()) or the
     # error file's) and multiprocessing/api.py (_poll: the failures found first, then the
     # ranks it stops).
-    # The error files are written by torch's own ErrorHandler (what @record uses), one per
-    # rank, in rank order; ChildFailedError is what torchrun builds its report from.
+    # ChildFailedError is what torchrun builds its report from.
     from torch.distributed.elastic.multiprocessing.errors import (ChildFailedError,
                                                                   ProcessFailure)
-    from torch.distributed.elastic.multiprocessing.errors.error_handler import ErrorHandler
     with tempfile.TemporaryDirectory() as where:
-        files, kept = [], os.environ.get("TORCHELASTIC_ERROR_FILE")
-        try:
-            for rank in range(4):
-                files.append(os.path.join(where, f"error{rank}.json"))
-                os.environ["TORCHELASTIC_ERROR_FILE"] = files[-1]
-                try:
-                    raise RuntimeError(f"rank {rank} failed")
-                except RuntimeError as exc:
-                    ErrorHandler().record_exception(exc)
-        finally:
-            if kept is None:
-                os.environ.pop("TORCHELASTIC_ERROR_FILE", None)
-            else:
-                os.environ["TORCHELASTIC_ERROR_FILE"] = kept
+        files = _error_files(where, 4)
 
         def root(order):
             # torchrun's table of failures, in the order it recorded them (dicts keep it)
@@ -57,6 +42,27 @@ def torchrun_root_cause_is_the_smallest_whole_second():
     return ClaimResult(holds, f"timestamps are ints: {whole}; same second, recorded in rank "
                               f"order: rank {tie}; same second, rank 3 recorded first: rank "
                               f"{tie_3_first}; rank 2 one second earlier: rank {earlier}")
+
+
+def _error_files(where, ranks) -> list[str]:
+    """One error file per rank in `where`, written in rank order by torch's own ErrorHandler
+    (what @record uses), as each failing rank of a torchrun job writes its own."""
+    from torch.distributed.elastic.multiprocessing.errors.error_handler import ErrorHandler
+    files, kept = [], os.environ.get("TORCHELASTIC_ERROR_FILE")
+    try:
+        for rank in range(ranks):
+            files.append(os.path.join(where, f"error{rank}.json"))
+            os.environ["TORCHELASTIC_ERROR_FILE"] = files[-1]
+            try:
+                raise RuntimeError(f"rank {rank} failed")
+            except RuntimeError as exc:
+                ErrorHandler().record_exception(exc)
+    finally:
+        if kept is None:
+            os.environ.pop("TORCHELASTIC_ERROR_FILE", None)
+        else:
+            os.environ["TORCHELASTIC_ERROR_FILE"] = kept
+    return files
 
 
 def _set_timestamp(path, seconds):

@@ -2,8 +2,10 @@
 notebooks agree."""
 import importlib.metadata
 import json
+import os
 import pathlib
 import re
+import subprocess
 
 import pytest
 from packaging.requirements import Requirement
@@ -175,6 +177,26 @@ def test_the_two_lanes_run_one_pytest_and_differ_by_the_lane_only():
     assert test.replace("--lane=test", "--lane=all").replace("test:", "test-all:", 1) == test_all
     assert "--lane=test" in recipe("test-fast")
     assert re.search(r"^\s+all_lane: ", (ROOT / "pytest.ini").read_text(), re.M)
+
+
+def _make_jobs(**popen) -> int:
+    """The JOBS make test runs pytest's workers with, as make computes it here."""
+    run = subprocess.run(["make", "-s", "--no-print-directory", "--eval=jobs: ; @echo $(JOBS)",
+                          "jobs"], cwd=ROOT, capture_output=True, text=True, timeout=60, **popen)
+    assert run.returncode == 0, run.stderr
+    return int(run.stdout)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="Linux's CPU affinity")
+def test_make_test_runs_one_worker_per_core_and_two_at_least():
+    """More cores, more xdist workers (the lanes wait more than they compute); never one."""
+    cores = len(os.sched_getaffinity(0))
+    assert _make_jobs() == max(2, cores)
+    one_core = min(os.sched_getaffinity(0))
+    assert _make_jobs(preexec_fn=lambda: os.sched_setaffinity(0, {one_core})) == 2
+    for target in ("test", "test-all", "test-fast"):
+        assert "-n $(JOBS)" in recipe(target), target
+    assert "JOBS=" in (ROOT / "README.md").read_text(), "the README says how to choose"
 
 
 def test_make_installs_torch_alone_from_pypi_plus_the_cpu_index_first():

@@ -95,12 +95,18 @@ def test_monitored_barrier_names_the_missing_ranks_and_detail_logs_collectives_o
 
 def test_a_job_stopped_at_its_deadline_leaves_nothing():
     """The hung job would wait 60 s; the cell's deadline stops it, and everything is gone."""
+    run = view.run_job("hung_job.py", nproc=4, args=["--timeout", "60"], deadline_s=10)
+    assert run.returncodes == [None] and not run.succeeded
+    assert_nothing_left()
+
+
+@pytest.mark.all_lane       # 10 s of waiting for the deadline: the same stop as above
+def test_a_job_not_stuck_by_its_deadline_raises_and_leaves_nothing():
+    """Asked for the stacks of a stuck job, a job still computing at the deadline raises
+    TimeoutError, and everything is gone all the same."""
     with pytest.raises(TimeoutError):
         view.run_job("hung_job.py", 4, args=["--timeout", "60", "--compute", "30"],
                      deadline_s=10, dump_when_stuck=True)
-    assert_nothing_left()
-    run = view.run_job("hung_job.py", nproc=4, args=["--timeout", "60"], deadline_s=10)
-    assert run.returncodes == [None] and not run.succeeded
     assert_nothing_left()
 
 

@@ -35,11 +35,13 @@ import torch._C._distributed_c10d as c10d_C
 import torch.distributed as dist
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from labs.harness.grading import callers
+from labs.harness.grading import callers, tags
 from labs.harness.grading.buffers import (DIGESTS, DISTINCT, READ_ONLY, _tensors, changed_lent, decoded,
                                           digest, distinct, note_writes, overlap, same_bytes)
 from labs.harness.grading.callers import caller, forbidding  # noqa: F401 (re-exported)
 from labs.harness.grading.ops import SYNC_ONLY, Op, _classify  # noqa: F401 (re-exported)
+from labs.harness.grading.tags import ignoring_tags  # noqa: F401 (re-exported)
+from labs.harness.grading.timeline import trace as _trace, trace_wait as _trace_wait
 from labs.harness.ranks import tracing
 
 @dataclass
@@ -53,7 +55,6 @@ class _InFlight:
 
 
 _ACTIVE: list[list[Op]] = []          # the records being filled (nested: outermost first)
-_TAGLESS: list[bool] = []             # ignoring_tags() is on (see there)
 _WORKS: dict[int, tuple] = {}         # id(Work) -> (Work, _InFlight): kept alive until waited
 _LISTENERS: list = []                 # callables (event, op, **info), see the docstring
 
@@ -109,8 +110,8 @@ class _Recorder(TorchDispatchMode):
             _used_in_flight(func, args, kwargs)
             note_writes(func, args, kwargs)
             return func(*args, **(kwargs or {}))
-        if _TAGLESS:
-            args = _untagged(func._opname, args)
+        if tags.TAGLESS:
+            args = tags.untagged(func._opname, args)
         announced = _announce(func, args) if _LISTENERS else []
         try:
             out = func(*args, **(kwargs or {}))
@@ -232,30 +233,6 @@ def _reading(how, original):
         return original(self, *args, **kwargs)
     method.__name__ = how
     return method
-
-
-def _trace(op, blocking):
-    """Put an op no course wrapper saw (the process group's own methods, a functional
-    collective) on the timeline too, outside any batch: the graders' checks of the trace
-    (one batch, point-to-point only, overlap) see every door, not only dist.*."""
-    name = op.name
-    if op.kind in ("send", "recv"):
-        name = ("" if blocking else "i") + op.kind
-    event = tracing.TRACER._new(name, peer=op.peer, tag=op.tag, blocking=blocking)
-    event.numel, event.dtype = op.numel, op.dtype
-    if blocking:
-        event.t_done = time.perf_counter()
-    return event
-
-
-def _trace_wait(event, waited):
-    if waited:
-        wait = tracing.TRACER._new("wait", blocking=True, label=event.describe())
-        wait.peer, wait.tag, wait.numel, wait.dtype = (event.peer, event.tag, event.numel,
-                                                       event.dtype)
-        wait.waits_for, wait.t_done = event.seq, time.perf_counter()
-    if event.t_done is None:
-        event.t_done = time.perf_counter()
 
 
 def _watch(work, op, args, event=None):
@@ -420,33 +397,6 @@ def record():
             yield ops
     finally:
         _ACTIVE.remove(ops)
-
-
-@contextlib.contextmanager
-def ignoring_tags():
-    """`with ignoring_tags():` every point-to-point op recorded in the block reaches gloo
-    with tag 0: sends and receives between two ranks then pair by their order alone, as on
-    NCCL, which ignores tags (lesson 02). A body that tells messages apart by tags only
-    gets other data here, as it would on NCCL."""
-    _TAGLESS.append(True)
-    try:
-        yield
-    finally:
-        _TAGLESS.pop()
-
-
-# Where each point-to-point op of c10d / _c10d_functional carries its tag (ops.py's schemas)
-_TAG_AT = {"send": 3, "recv_": 3, "recv_any_source_": 2, "isend": 2, "irecv": 2}
-
-
-def _untagged(name, args):
-    """`args` with the op's tag(s) 0."""
-    if name in _TAG_AT and len(args) > _TAG_AT[name]:
-        at = _TAG_AT[name]
-        return (*args[:at], 0, *args[at + 1:])
-    if name == "batch_p2p_ops" and len(args) > 2:     # (ops, peers, tags, tensors, group)
-        return (*args[:2], [0] * len(args[2]), *args[3:])
-    return args
 
 
 def outstanding(ops) -> list[Op]:

@@ -203,12 +203,48 @@ def launch(fn, world_size: int = 2, args=(), timeout: float = 30.0, *,
         # Raised from here with no traceback of its own: the reader sees their call and
         # this one line, not the checks' frames (IPython: the message alone).
         raise exc.with_traceback(None) from None
+    spec = _spec(fn, world_size, args, timeout, pg_timeout, threads, env, stuck_after)
+    outcome, seconds = _run(spec)
+    if not quiet:
+        replay(outcome.outputs, died=outcome.deaths)
+    try:
+        raise_if_failed(outcome, timeout, spec.pg_timeout)
+    except (WorkerError, HangError) as exc:
+        # The reader's call, not the harness's: no traceback of the harness's frames.
+        raise _with_what_ran(exc, outcome).with_traceback(None) from None
+    return _results(outcome, world_size, seconds)
+
+
+def _with_what_ran(exc, outcome):
+    """`exc` carrying everything the workers printed (C++ log lines too) and what each rank
+    did up to the failure: calls that never completed last until the ranks were stopped
+    (a timeline draws them that long)."""
+    exc.outputs = outcome.outputs
+    exc.trace = merge_traces(outcome.events, outcome.stopped_at)
+    return exc
+
+
+def _results(outcome, world_size, seconds) -> Results:
+    """The ranks' values in rank order, with what the run left (see Results)."""
+    results = Results(outcome.values[r] for r in range(world_size))
+    results.outputs = {r: outcome.outputs.get(r, "") for r in range(world_size)}
+    results.seconds = seconds
+    results.trace = merge_traces(outcome.events)
+    return results
+
+
+def _spec(fn, world_size, args, timeout, pg_timeout, threads, env, stuck_after) -> LaunchSpec:
+    """launch's arguments, checked, as one LaunchSpec: gloo's timeout defaulted, the
+    environment the workers get (this process's P2P_COURSE_* variables, then `env`)."""
     pg_timeout = pg_timeout if pg_timeout is not None else max(0.5, 0.75 * timeout)
     worker_env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIX)}
     worker_env.update({str(k): str(v) for k, v in (env or {}).items()})
-
-    spec = LaunchSpec(fn, world_size, tuple(args), timeout, pg_timeout, threads, worker_env,
+    return LaunchSpec(fn, world_size, tuple(args), timeout, pg_timeout, threads, worker_env,
                       stuck_after)
+
+
+def _run(spec: LaunchSpec):
+    """Run the workers once (twice if the first never connected): (outcome, seconds)."""
     ctx = _context()
     for attempt in (1, 2):
         started = time.perf_counter()
@@ -219,23 +255,7 @@ def launch(fn, world_size: int = 2, args=(), timeout: float = 30.0, *,
         if attempt == 1 and outcome.only_failed_joining():
             continue
         break
-    seconds = time.perf_counter() - started
-    if not quiet:
-        replay(outcome.outputs, died=outcome.deaths)
-    try:
-        raise_if_failed(outcome, timeout, pg_timeout)
-    except (WorkerError, HangError) as exc:
-        exc.outputs = outcome.outputs   # everything the workers printed, C++ log lines too
-        # What each rank did up to the failure; calls that never completed last until the
-        # ranks were stopped (a timeline draws them that long).
-        exc.trace = merge_traces(outcome.events, outcome.stopped_at)
-        raise exc.with_traceback(None) from None    # the reader's call, not the harness's
-
-    results = Results(outcome.values[r] for r in range(world_size))
-    results.outputs = {r: outcome.outputs.get(r, "") for r in range(world_size)}
-    results.seconds = seconds
-    results.trace = merge_traces(outcome.events)
-    return results
+    return outcome, time.perf_counter() - started
 
 
 class _LastLaunch:

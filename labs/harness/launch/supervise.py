@@ -56,39 +56,22 @@ def run_workers(ctx, spec: LaunchSpec, on_started=None) -> Attempt:
     """One attempt: start `spec.world_size` workers on a private rendezvous, supervise,
     stop. `on_started(pids)` is called as soon as every worker exists (before anything
     can fail), so a caller can account for them even if this raises (Interrupted)."""
-    world_size = spec.world_size
     out_dir = tempfile.mkdtemp(prefix="p2p-launch-")
     # The rendezvous: a store only this launch knows the port of, on loopback only.
-    store = open_store(world_size, JOIN_TIMEOUT)
-    spec_bytes = pickle.dumps(spec)
-    pipes = [ctx.Pipe(duplex=True) for _ in range(world_size)]
+    store = open_store(spec.world_size, JOIN_TIMEOUT)
+    pipes = [ctx.Pipe(duplex=True) for _ in range(spec.world_size)]
     procs = []
     started = time.perf_counter()
     try:
-        for rank in range(world_size):
-            p = ctx.Process(
-                target=worker.run, daemon=True, name=f"p2p-rank{rank}",
-                args=(rank, spec_bytes, store.port, os.path.join(out_dir, f"rank{rank}.out"),
-                      pipes[rank][1]))
-            p.start()
-            pipes[rank][1].close()   # only the child holds its end: EOF tells it we are gone
-            procs.append(p)
+        _start_workers(ctx, spec, store.port, out_dir, pipes, procs)
         if on_started is not None:
             on_started([p.pid for p in procs])
         supervisor = _Supervisor(procs, [pp[0] for pp in pipes])
         try:
             outcome = supervisor.watch(started, spec.timeout, spec.stuck_after)
         except KeyboardInterrupt:
-            # You pressed stop (in this process, or a worker was interrupted: Jupyter
-            # signals the kernel's whole process group, and during a widget's callback only
-            # the workers may see it): say where each rank was, then stop them all (below).
-            others = [r for r in range(world_size) if r not in supervisor.interrupted]
-            replies = ask_status(procs, [pp[0] for pp in pipes], others,
-                                 wait=STATUS_WAIT_INTERRUPTED)
-            statuses = {**{r: reply.status for r, reply in replies.items()},
-                        **supervisor.interrupted}
-            raise Interrupted(dict(sorted(statuses.items()))) from None
-        outcome.outputs = read_outputs(out_dir, world_size)
+            raise _interrupted(supervisor, procs, pipes) from None
+        outcome.outputs = read_outputs(out_dir, spec.world_size)
         outcome.pids = [p.pid for p in procs]
     finally:
         stop(procs)
@@ -97,6 +80,30 @@ def run_workers(ctx, spec: LaunchSpec, on_started=None) -> Attempt:
         shutil.rmtree(out_dir, ignore_errors=True)
         del store
     return outcome
+
+
+def _start_workers(ctx, spec, port, out_dir, pipes, procs) -> None:
+    """Start one process per rank, each appended to `procs` as soon as it exists (so the
+    caller stops every one started, even if a later start fails)."""
+    spec_bytes = pickle.dumps(spec)
+    for rank in range(spec.world_size):
+        p = ctx.Process(
+            target=worker.run, daemon=True, name=f"p2p-rank{rank}",
+            args=(rank, spec_bytes, port, os.path.join(out_dir, f"rank{rank}.out"),
+                  pipes[rank][1]))
+        p.start()
+        pipes[rank][1].close()   # only the child holds its end: EOF tells it we are gone
+        procs.append(p)
+
+
+def _interrupted(supervisor, procs, pipes) -> Interrupted:
+    """You pressed stop (in this process, or a worker was interrupted: Jupyter signals the
+    kernel's whole process group, and during a widget's callback only the workers may see
+    it): where each rank was. The caller then stops them all."""
+    others = [r for r in range(len(procs)) if r not in supervisor.interrupted]
+    replies = ask_status(procs, [pp[0] for pp in pipes], others, wait=STATUS_WAIT_INTERRUPTED)
+    statuses = {**{r: reply.status for r, reply in replies.items()}, **supervisor.interrupted}
+    return Interrupted(dict(sorted(statuses.items())))
 
 
 class _Supervisor:

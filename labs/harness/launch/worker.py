@@ -170,6 +170,15 @@ def _returned(rank, value, tracer) -> Returned:
     return message
 
 
+def _failed(rank, exc, tracer, phase) -> Failed:
+    """What this rank tells the parent about `exc`, the exception being handled now."""
+    status = status_now(tracer, phase)
+    interrupted = isinstance(exc, KeyboardInterrupt)
+    status.note = status.note or (_interrupted_at(exc) if interrupted else exc_summary(exc))
+    return Failed(rank, exc_summary(exc), traceback.format_exc(), phase, status,
+                  list(tracer.events), frames_of(exc), unsolved_of(exc), interrupted, str(exc))
+
+
 def run(rank, spec_bytes, store_port, out_path, conn):
     """The target of every worker process: the launch's LaunchSpec (pickled once by the
     parent, the same bytes for every rank), then what is this rank's own."""
@@ -187,12 +196,7 @@ def run(rank, spec_bytes, store_port, out_path, conn):
         channel.phase = Phase.RUN
         message = _returned(rank, spec.fn(rank, spec.world_size, *spec.args), tracer)
     except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
-        status = status_now(tracer, channel.phase)
-        interrupted = isinstance(exc, KeyboardInterrupt)
-        status.note = status.note or (_interrupted_at(exc) if interrupted else exc_summary(exc))
-        message = Failed(rank, exc_summary(exc), traceback.format_exc(), channel.phase,
-                         status, list(tracer.events), frames_of(exc), unsolved_of(exc),
-                         interrupted, str(exc))
+        message = _failed(rank, exc, tracer, channel.phase)
     sys.stdout.flush()
     sys.stderr.flush()
     try:
