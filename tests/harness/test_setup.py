@@ -150,7 +150,8 @@ def test_makefile_installs_the_lock_and_has_the_commands():
     for target in ("lab:", "test:", "check:", "lock:"):
         assert re.search(rf"^{target}", mk, re.M), f"Makefile lacks {target}"
     assert "--impl=labs" in mk.split("\ncheck:", 1)[1].split("\n\n")[0]
-    assert "00_welcome.ipynb" in mk.split("\nlab:", 1)[1].split("\n\n")[0]
+    assert "--LabApp.default_url=/lab/tree/$(FIRST_LESSON)" in mk.split("\nlab:", 1)[1].split("\n\n")[0]
+    assert re.search(r"^FIRST_LESSON := notebooks/yours/00_welcome.ipynb$", mk, re.M)
 
 
 def test_ci_runs_make_test_all_and_nothing_else():
