@@ -27,7 +27,7 @@ def findings(runs: dict, outcome) -> list:
     found += failures.failure_findings(runs, {r for f in found for r in f.ranks})
     found += failures.pinned_findings(runs)
     found += portability.any_source_findings(runs) + portability.tag_findings(runs, pairs)
-    found += portability.first_batch_findings(runs) + portability.large_batch_findings(runs)
+    found += portability.first_batch_findings(runs)
     found += portability.work_findings(runs, outcome.events)
     found += _lazy(communicators.lazy_findings(runs), hung)
     found += streams.ungrouped_findings(runs, match(runs, tags=False),

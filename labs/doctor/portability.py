@@ -4,10 +4,20 @@ never run here. Each rule names its source.
     any_source            NCCL has no receive from any source
     tags_ignored_on_nccl  NCCL ignores tags: its FIFO pairing per (sender, receiver) differs
     nccl_first_batch      a batch as the group's first call needs every rank in it
-    large_batch           hundreds of ops in one batch have hung NCCL
-    one_work_per_batch    NCCL returns one Work per batch: the list unpacked, works[i] for
-                          i >= 1, or len() relied on work on gloo only
+    one_work_per_batch    NCCL returns one Work per batch: what breaks on a one-element
+                          list (unpacked into several names, works[i] for i not 0 or -1
+                          and not relative to len(works), zip() against the ops, len()
+                          compared with the op count) works on gloo only
 (communicators.py: per-pair communicators; streams.py: ungrouped exchanges.)
+
+Large batches: not a rule, a stated limit. pytorch/pytorch#174288 reports hangs of large
+batch_isend_irecv groups on NCCL that come from how NCCL splits a group into kernel plans
+(each rank cuts its own queue at a per-plan budget, so a send and its receive can land in
+different plans), not from an op count; the PR that chunked batches at 256 ops
+(pytorch/pytorch#174942) was closed unmerged, and a maintainer reported in #174288 that with
+NCCL 2.30 the repro no longer hangs. torch 2.13.0's Linux wheel on PyPI pins
+nvidia-nccl-cu13==2.29.7 (its Requires-Dist), older than 2.30: such a hang is possible
+with it, but where NCCL splits a group is not modelled, so the doctor says nothing per batch.
 """
 from __future__ import annotations
 
@@ -15,7 +25,6 @@ from labs.doctor.communicators import eager
 from labs.doctor.findings import Finding
 from labs.doctor.matching import match
 
-LARGE_BATCH = 256        # torch's proposed chunk size (pytorch/pytorch PR #174942)
 FINE_ON_GLOO = "fine on gloo (observed in this run)"
 
 
@@ -78,26 +87,18 @@ def first_batch_findings(runs) -> list:
         True)]
 
 
-def large_batch_findings(runs) -> list:
-    return [Finding("large_batch", f"a batch of {len(b.seqs)} ops", (run.rank,),
-                    [(run.rank, b.where)], FINE_ON_GLOO,
-                    f"NCCL has hung on batches of hundreds of ops (more than {LARGE_BATCH}): "
-                    "split it into smaller batches that match across ranks",
-                    "pytorch/pytorch#174288, PR #174942", True)
-            for run in runs.values() for b in run.batches.values() if len(b.seqs) > LARGE_BATCH]
-
-
 ONE_WORK_SOURCE = ("torch 2.13 distributed_c10d.py batch_isend_irecv: with a backend that "
                    "supports coalescing (NCCL) it returns cm.works, where _coalescing_manager "
                    "appends the one Work of _end_coalescing")
-_READ = {"unpack": ("the list of a batch's {n} Works unpacked into names",
-                    "unpacking it into {n} names raises ValueError there"),
+_READ = {"unpack": ("the list of a batch's {n} Works unpacked into {i} names",
+                    "unpacking it into {i} names raises ValueError there"),
          "index": ("the script reads works[{i}] of a batch of {n} ops",
                    "works[{i}] raises IndexError there"),
-         "slice": ("the script slices the list of a batch's {n} Works",
-                   "a slice from {i} holds at most that one Work there"),
-         "len": ("the script relies on len() of a batch's {n} Works",
-                 "len() of the list is 1 there, not {n}")}
+         "zip": ("the script zips the list of a batch's {n} Works with another list",
+                 "zip() stops after its one Work: the loop runs once there, not {n} times"),
+         "len": ("the script compares len() of a batch's {n} Works",
+                 "len() of the list is 1 there, not {n}, and the comparison answers the "
+                 "other way")}
 
 
 def work_findings(runs, events: dict) -> list:
