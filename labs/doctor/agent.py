@@ -31,6 +31,7 @@ from labs.harness.grading import record as rec
 DIR_ENV, CWD_ENV = "P2P_DOCTOR_DIR", "P2P_DOCTOR_CWD"
 BARE_ENV = "P2P_DOCTOR_BARE"      # "1": run the script without the record (overhead's baseline)
 LINGER_S = 2.0                    # how long a rank whose script failed waits for its peers
+POLL_STOP = "stopped by the doctor in a loop polling is_completed()"
 
 
 class Agent:
@@ -306,7 +307,24 @@ def _failure(error: BaseException) -> dict:
     text = f"{type(error).__name__}: {error}".strip().splitlines()[0][:500]
     if isinstance(error, cuda.NotMapped):     # the script could not run here: not a call's
         inside = []                           # failure (exit 2, not a finding)
-    return dict(text=text, where=where, api=inside[0] if inside else "")
+    fields = dict(text=text, where=where, api=inside[0] if inside else "")
+    if frames and frames[-1].name == "_check_polling":     # the record's own stop: run()
+        last = list(traceback.walk_tb(error.__traceback__))[-1][0]
+        op = last.f_locals.get("op")
+        return dict(fields, kind="polled", api="is_completed",
+                    seq=op.seq if op is not None else -1, text=POLL_STOP)
+    if inside and "torch/distributed/" in frames[-1].filename \
+            and (frames[-1].line or "").startswith("raise"):
+        fields["kind"] = "python"     # raised by torch's Python, before any backend
+        fields["name"] = f"{_qualname(error, inside[0])}, {frames[-1].name}"
+    return fields
+
+
+def _qualname(error: BaseException, name: str) -> str:
+    """'P2POp.__new__' for the torch function named `name` in the traceback."""
+    codes = [f.f_code for f, _ in traceback.walk_tb(error.__traceback__)]
+    return next((c.co_qualname for c in codes if c.co_name == name
+                 and "torch/distributed/" in c.co_filename), name)
 
 
 @contextlib.contextmanager
@@ -350,6 +368,10 @@ def run(script: str, args: list[str], folder: str) -> None:
         raise
     except BaseException as error:
         fields = _failure(error)
+        if fields.get("kind") == "polled":
+            # The record stopped a loop polling is_completed() (it never ends on gloo): the
+            # report says so; the rank ends without showing the record's own exception.
+            raise SystemExit(1) from None
         raise
     finally:
         elapsed = time.perf_counter() - start

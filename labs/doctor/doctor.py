@@ -24,6 +24,7 @@ def findings(runs: dict, outcome) -> list:
     found += buffers.size_findings(runs, pairs) + buffers.in_flight_findings(runs)
     lone = {i for f in found if f.kind.startswith(("unmatched", "tag_")) for i in f.extra}
     found += diagnose.wait_findings(runs, lone)
+    found += failures.polling_findings(runs)
     found += failures.failure_findings(runs, {r for f in found for r in f.ranks})
     found += failures.pinned_findings(runs)
     found += portability.any_source_findings(runs) + portability.tag_findings(runs, pairs)
@@ -32,7 +33,7 @@ def findings(runs: dict, outcome) -> list:
     found += _lazy(communicators.lazy_findings(runs), hung)
     found += streams.ungrouped_findings(runs, match(runs, tags=False),
                                         bool(hung) or bool(outcome.stopped))
-    return found
+    return failures.one_bug_one_problem(found, runs)
 
 
 def _lazy(lazy: list, hung: list) -> list:
@@ -59,8 +60,9 @@ def _ending(runs, outcome, world_size) -> list[str]:
     elif outcome.returncode == 0:
         return ["every rank finished"]
     else:
-        failed = [f"rank {r} raised {run.exit.text.split(':')[0]}" for r, run in runs.items()
-                  if run.exit is not None and run.exit.text]
+        failed = [f"rank {r} " + (run.exit.text if run.exit.kind == "polled" else
+                                  f"raised {run.exit.text.split(':')[0]}")
+                  for r, run in runs.items() if run.exit is not None and run.exit.text]
         lines = ["the job failed" + (": " + ", ".join(failed) if failed else "")]
     for r, stack in sorted(outcome.stacks.items()):
         lines.append(f"rank {r}, read by py-spy: {_where(stack)}")

@@ -12,6 +12,7 @@ LESSON = {
     "self": "04_deadlock_hazards", "call_failed": "11_your_own_job",
     "group_outlives_destroy": "11_your_own_job",
     "unwaited": "03_waiting_and_overlap", "partly_waited": "03_waiting_and_overlap",
+    "polled_not_waited": "03_waiting_and_overlap",
     "barrier_instead_of_wait": "03_waiting_and_overlap",
     "buffer_in_flight": "03_waiting_and_overlap",
     "any_source": "02_p2pop_and_batching", "tags_ignored_on_nccl": "02_p2pop_and_batching",
