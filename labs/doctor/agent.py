@@ -45,6 +45,7 @@ class Agent:
         self.watch = BufferWatch(self.touched)
         self.asked, self.device_id, self.noted = "", False, ""
         self.cuda = None                          # the stand-in's state, while mapped
+        self.device_told = False
 
     def note(self) -> None:
         """The report's header line, again whenever it changes (the last one counts)."""
@@ -65,6 +66,7 @@ class Agent:
     def __call__(self, event, op, **info):
         start = time.perf_counter()
         if event == "call":
+            self._first_device()
             batch = self.batch if op.kind in ("send", "recv") else None
             self.emit("call", **_op_fields(op), batch=batch, stream=self.stream())
         elif event == "post":
@@ -74,6 +76,14 @@ class Agent:
         elif event in ("wait", "wait_failed", "waited"):
             self._wait(event, op, info)
         self.own_s += time.perf_counter() - start
+
+    def _first_device(self) -> None:
+        """At the first communication call: the CUDA device the rank was on (index) and
+        the indices it named (text), for NCCL's one-GPU-per-rank rule (portability.py)."""
+        if self.cuda is not None and self.cuda.used and not self.device_told:
+            self.device_told = True
+            self.emit("device", index=self.cuda.device,
+                      text=",".join(map(str, sorted(self.cuda.named))))
 
     def _post(self, op, tensors):
         fields = _op_fields(op)

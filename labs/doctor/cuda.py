@@ -57,12 +57,17 @@ def _cpu(value, positional_int: bool = False):
     """The CPU for a CUDA device (or, where it can only be a device, a bare index)."""
     if _is_cuda(value) or (positional_int and type(value) is int):
         STATE.use()
+        index = value if type(value) is int else torch.device(value).index
+        if index is not None:             # which GPU NCCL would use: the device rule
+            STATE.named.add(index)
         return _CPU
     return value
 
 
-def _same(tensor, *args, **kwargs):
+def _same(tensor, device=None, *args, **kwargs):
     STATE.use()
+    if device is not None:                # t.cuda(1): a named device
+        _cpu(device, True)
     return tensor
 
 

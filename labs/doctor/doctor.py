@@ -30,6 +30,7 @@ def findings(runs: dict, outcome) -> list:
     found += portability.any_source_findings(runs) + portability.tag_findings(runs, pairs)
     found += portability.first_batch_findings(runs)
     found += portability.work_findings(runs, outcome.events)
+    found += portability.same_gpu_findings(runs, outcome.events)
     found += _lazy(communicators.lazy_findings(runs), hung)
     found += streams.ungrouped_findings(runs, match(runs, tags=False),
                                         bool(hung) or bool(outcome.stopped))

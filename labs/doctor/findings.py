@@ -17,7 +17,7 @@ LESSON = {
     "buffer_in_flight": "03_waiting_and_overlap",
     "any_source": "02_p2pop_and_batching", "tags_ignored_on_nccl": "02_p2pop_and_batching",
     "nccl_first_batch": "02_p2pop_and_batching", "ungrouped_exchange": "02_p2pop_and_batching",
-    "one_work_per_batch": "02_p2pop_and_batching",
+    "one_work_per_batch": "02_p2pop_and_batching", "same_gpu": "02_p2pop_and_batching",
     "lazy_communicators": "09_production_patterns",
 }
 NCCL_LABEL = "NCCL, modelled, not run here"

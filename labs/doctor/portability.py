@@ -4,6 +4,8 @@ never run here. Each rule names its source.
     any_source            NCCL has no receive from any source
     tags_ignored_on_nccl  NCCL ignores tags: its FIFO pairing per (sender, receiver) differs
     nccl_first_batch      a batch as the group's first call needs every rank in it
+    same_gpu              NCCL ranks of one node on one GPU (no torch.cuda.set_device, no
+                          device_id, no device named per rank): NCCL refuses the communicator
     one_work_per_batch    NCCL returns one Work per batch: what breaks on a one-element
                           list (unpacked into several names, works[i] for i not 0 or -1
                           and not relative to len(works), zip() against the ops, len()
@@ -117,4 +119,51 @@ def work_findings(runs, events: dict) -> list:
                 f"NCCL returns a single Work for the whole batch: {nccl}. Wait every Work "
                 f"the list holds in a loop (for w in works: w.wait()), right on both",
                 ONE_WORK_SOURCE, True))
+    return out
+
+
+SAME_GPU_NCCL = ("ranks {ranks} would all be on cuda:{d} at their first NCCL call (the current "
+                 "device, or the one device their tensors name: no "
+                 "torch.cuda.set_device(local_rank), no device_id). NCCL refuses two ranks of "
+                 "one communicator on one GPU: creating it fails with ncclInvalidUsage "
+                 "('Duplicate GPU detected') at this first call, and torch's docs warn of "
+                 "hangs. Call torch.cuda.set_device(local_rank) first, or pass "
+                 "device_id=torch.device('cuda', local_rank) to init_process_group")
+SAME_GPU_SOURCE = ("torch 2.13 distributed_c10d.py batch_isend_irecv docstring (NCCL users "
+                   "must call torch.cuda.set_device, 'otherwise it will lead to unexpected hang "
+                   "issues') and send_object_list's (the device is torch.cuda.current_device()); "
+                   "NVIDIA/nccl src/init.cc, initTransportsRank: 'Duplicate GPU detected : rank "
+                   "%d and rank %d both on CUDA device %lx', ncclInvalidUsage")
+
+
+def _gpu(events: list):
+    """(device, where of the first call) of a rank on NCCL: the device it named if it named
+    one, else its current device; None when it named several (not modelled)."""
+    told = next((e for e in events if e.event == "device"), None)
+    first = next((e for e in events if e.event == "call"), None)
+    if told is None or first is None:
+        return None
+    named = [int(i) for i in told.text.split(",") if i]
+    if len(named) > 1:
+        return None
+    return (named[0] if named else told.index), first.where
+
+
+def same_gpu_findings(runs, events: dict) -> list:
+    """Ranks that asked for NCCL and would share a GPU at their first NCCL call."""
+    if eager(runs):
+        return []               # device_id: each rank's communicator is on that device
+    on = {}
+    for r, run in runs.items():
+        gpu = _gpu(events.get(r, [])) if any("nccl" in i.text for i in run.inits) else None
+        if gpu is not None:
+            on.setdefault(gpu[0], []).append((r, gpu[1]))
+    out = []
+    for d, ranks in sorted(on.items()):
+        if len(ranks) > 1:
+            names = ", ".join(str(r) for r, _ in ranks)
+            out.append(Finding("same_gpu", f"ranks {names} on one GPU (cuda:{d})",
+                               tuple(r for r, _ in ranks), list(ranks),
+                               f"{FINE_ON_GLOO}: gloo does not use GPUs",
+                               SAME_GPU_NCCL.format(ranks=names, d=d), SAME_GPU_SOURCE, True))
     return out
