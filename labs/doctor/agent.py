@@ -259,6 +259,7 @@ def _len_compared(frame, n: int) -> bool:
     if len(after) == 2 and after[0].opname == "LOAD_CONST" and after[1].opname == "COMPARE_OP":
         c, how = after[0].argval, _COMPARE.get(after[1].argrepr)
         return isinstance(c, int) and how is not None and how(n, c) != how(1, c)
+    j -= int(j > 0 and ins[j - 1].opname == "PUSH_NULL")      # module-level code
     if k + 1 < len(ins) and ins[k + 1].opname == "COMPARE_OP" and j > 0:
         left, how = ins[j - 1], _COMPARE.get(ins[k + 1].argrepr)
         if left.opname == "LOAD_CONST" and isinstance(left.argval, int) and how is not None:

@@ -148,3 +148,44 @@ def test_an_error_raised_in_torchs_python_is_the_same_on_nccl_and_one_problem(sc
 def test_the_twins_of_torchs_python_errors_get_a_clean_bill(script):
     report = doctor(script, 2, "--fixed")
     assert report.status == 0 and not report.problems, report.text()
+
+
+# How a script reads batch_isend_irecv's list, judged on a one-element list (NCCL's one Work):
+# the reads flagged (what the agent tells the doctor) and the ones right on both.
+WORKS_READS = [
+    ("a, b = works", "unpack"), ("(a, b), c = (works, 1)", "unpack"),
+    ("works[1].wait()", "index"), ("works[-2].wait()", "index"),
+    ("for i, op in enumerate(ops): works[i].wait()", "index"),
+    ("for op, w in zip(ops, works): w.wait()", "zip"),
+    ("assert len(works) == len(ops)", "len"), ("ok = len(ops) == len(works)", "len"),
+    ("ok = len(works) > 1", "len"), ("ok = 2 == len(works)", "len"),
+    ("for i in range(len(works)): works[i].wait()", None), ("works[-1].wait()", None),
+    ("works[0].wait()", None), ("for w in works[::-1]: w.wait()", None),
+    ("*rest, last = works", None), ("first, *rest = works", None),
+    ("for w in works: w.wait()", None), ("ok = len(works) >= 1", None),
+    ("n = len(works)\nwhile n:\n    n -= 1\n    works[n].wait()", None),
+    ("i = 0\nwhile i < len(works):\n    works[i].wait()\n    i += 1", None),
+    ("ws = list(works)", None), ("[w.wait() for w in works]", None),
+]
+
+
+class _Work:
+    def wait(self):
+        return True
+
+
+@pytest.mark.parametrize("code, flagged", WORKS_READS)
+@pytest.mark.parametrize("in_function", [False, True])
+def test_a_read_of_the_works_list_is_flagged_when_it_breaks_on_one_work(code, flagged,
+                                                                          in_function):
+    from labs.doctor.agent import Works
+    told = []
+    works = Works([_Work(), _Work()], 0, lambda event, **f: told.append(f["text"]))
+    scope = {"works": works, "ops": ["send", "recv"]}
+    if in_function:
+        body = "\n".join("    " + line for line in code.splitlines())
+        exec(compile(f"def f(works, ops):\n{body}\n", __file__, "exec"), scope)
+        scope["f"](works, scope["ops"])
+    else:
+        exec(compile(code, __file__, "exec"), scope)
+    assert told[:1] == ([flagged] if flagged else []), (code, told)
