@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 
-from labs.doctor import buffers, communicators, diagnose, failures, portability, streams
+from labs.doctor import (buffers, communicators, diagnose, failures, portability, streams,
+                         torch_docs)
 from labs.doctor.matching import match
 from labs.doctor.ranks import read_rank
 from labs.doctor.report import Report, merged, show_path
@@ -115,7 +116,7 @@ def report(outcome) -> Report:
     notes = sorted({run.asked for run in runs.values() if run.asked})
     errors = failures.script_errors(runs)
     notes += [f"the script raised: {e}" for e in errors]
-    notes += _streams_note(runs)
+    notes += _streams_note(runs) + torch_docs.limits_used(runs)
     found = merged(found)
     checked = _checked(runs)
     failed = bool(errors) or (outcome.returncode not in (0, None)) or not runs \

@@ -45,13 +45,26 @@ NOTES = (
     DocNote(("send_object_list", "recv_object_list"), "``torch.cuda.current_device()``",
             ("same_gpu",)),
     DocNote(("send_object_list", "recv_object_list"), "serious performance and scalability",
-            limit="performance, not correctness: not checked"),
+            limit="their performance and scalability limits"),
     DocNote(("send_object_list", "recv_object_list"), "is known to be insecure",
-            limit="where the pickled data comes from: not checked"),
+            limit="pickle's insecurity (whom the data comes from)"),
     DocNote(("send_object_list", "recv_object_list"), "with GPU tensors is not well supported",
-            limit="a GPU -> CPU copy's cost, not correctness: not checked"),
+            limit="the GPU -> CPU copy of GPU tensors inside the objects"),
 )
 
 
 def notes_of(api: str) -> list:
     return [n for n in NOTES if api in n.apis]
+
+
+def limits_used(runs) -> list[str]:
+    """The report's lines for the stated limits of the APIs this script called: one line
+    per set of limits, naming the APIs that share it."""
+    used = {c.api for run in runs.values() for c in run.calls} & set(APIS)
+    by_limits = {}
+    for api in sorted(used):
+        limits = tuple(n.limit for n in notes_of(api) if n.limit)
+        if limits:
+            by_limits.setdefault(limits, []).append(api)
+    return [f"not checked, though torch's docs on {', '.join(apis)} warn of it: "
+            f"{'; '.join(limits)}" for limits, apis in by_limits.items()]

@@ -150,6 +150,16 @@ def test_the_twins_of_torchs_python_errors_get_a_clean_bill(script):
     assert report.status == 0 and not report.problems, report.text()
 
 
+
+@pytest.mark.slow
+def test_object_lists_get_a_clean_bill_and_the_limits_torch_warns_of():
+    report = doctor("object_lists.py", 2)
+    text = report.text()
+    assert report.status == 0 and not report.problems, text
+    line = next(n for n in report.notes if n.startswith("not checked"))
+    assert "send_object_list" in line and "recv_object_list" in line
+    assert "pickle" in line and "performance" in line and "GPU -> CPU" in line
+
 # How a script reads batch_isend_irecv's list, judged on a one-element list (NCCL's one Work):
 # the reads flagged (what the agent tells the doctor) and the ones right on both.
 WORKS_READS = [
