@@ -24,9 +24,10 @@ One job per module:
     matching     which send met which receive (gloo's rule, NCCL's)
     diagnose     hangs and deadlock cycles, lone ops, waits (observed on gloo)
     buffers      buffers in flight, size and dtype mismatches
-    failures     send/recv to self, failed calls, a group that outlives its destroy, the
-                 script's own errors
-    portability  NCCL rules (modelled): any source, tags, first batch, large batch, Works
+    failures     send/recv to self, failed calls, polling loops, a group that outlives its
+                 destroy, the script's own errors; one bug is one problem
+    portability  NCCL rules (modelled): any source, tags, first batch, one GPU, Works
+    torch_docs   every note and warning of torch's P2P docstrings: a rule or a stated limit
     communicators  NCCL's per-pair communicators, created lazily without device_id (modelled)
     streams      NCCL's stream model for ungrouped exchanges (modelled)
     doctor       all of the above into a Report

@@ -34,6 +34,7 @@ from labs.harness.grading import callers
 from labs.harness.grading import record as rec
 
 LINGER_S = 2.0                    # how long a rank whose script failed waits for its peers
+POLL_STOP = "stopped by the doctor in a loop polling is_completed()"
 
 
 class Agent:
@@ -49,6 +50,7 @@ class Agent:
         self.asked, self.device_id, self.noted = "", False, ""
         self.cuda = None                          # the stand-in's state, while mapped
         self.chains = set()                       # chains of the script's frames written
+        self.device_told = False
 
     def note(self) -> None:
         """The report's header line, again whenever it changes (the last one counts)."""
@@ -82,6 +84,7 @@ class Agent:
     def __call__(self, event, op, **info):
         start = time.perf_counter()
         if event == "call":
+            self._first_device()
             batch = self.batch if op.kind in ("send", "recv") else None
             self.emit("call", **_op_fields(op), batch=batch, stream=self.stream())
         elif event == "post":
@@ -91,6 +94,14 @@ class Agent:
         elif event in ("wait", "wait_failed", "waited"):
             self._wait(event, op, info)
         self.own_s += time.perf_counter() - start
+
+    def _first_device(self) -> None:
+        """At the first communication call: the CUDA device the rank was on (index) and
+        the indices it named (text), for NCCL's one-GPU-per-rank rule (portability.py)."""
+        if self.cuda is not None and self.cuda.used and not self.device_told:
+            self.device_told = True
+            self.emit("device", index=self.cuda.device,
+                      text=",".join(map(str, sorted(self.cuda.named))))
 
     def _post(self, op, tensors):
         fields = _op_fields(op)
@@ -172,46 +183,51 @@ class Agent:
 
 
 class Works(list):
-    """The list batch_isend_irecv returned, telling the doctor how the script reads it: NCCL
-    returns ONE Work for the whole batch, so unpacking the list into names, indexing it at
-    i >= 1 or relying on len() works on gloo only. A loop over it is fine on both."""
+    """The list batch_isend_irecv returned, telling the doctor how the script reads it. NCCL
+    returns ONE Work for the whole batch, so the question for each read is what it would do
+    on a one-element list: unpacking into several names, an index other than 0 and -1 that
+    is not relative to len() of this list, zip() against another list, or a comparison of
+    len() whose answer changes at 1 differ there. A loop over it, works[-1], a slice or
+    `for i in range(len(works))` are right on both."""
 
     def __init__(self, works, batch, emit):
         super().__init__(works)
         self._batch, self._emit = batch, emit
+        self._len_read = False            # the script asked len() of this list
 
-    def _tell(self, how: str, index: int = -1) -> None:
-        frame = sys._getframe(2)
+    def _tell(self, frame, how: str, index: int = -1) -> None:
         name = frame.f_code.co_filename
         if name.startswith(callers._NOT_CALLERS) or name.startswith("<"):
             return                        # torch or the course reading it, not the script
         self._emit("works", batch=self._batch, index=index, text=how,
-                   numel=len(self), where=f"{name}:{frame.f_lineno}")
+                   numel=list.__len__(self), where=f"{name}:{frame.f_lineno}")
 
     def __iter__(self):
         frame = sys._getframe(1)
-        op = frame.f_code.co_code[frame.f_lasti] if frame.f_lasti >= 0 else None
-        if op in _UNPACK:
-            self._tell("unpack", 0)
+        names = _unpacked_into(frame)
+        if names > 1:
+            self._tell(frame, "unpack", names)
+        elif _callee(frame)[0] == "zip":
+            self._tell(frame, "zip")
         return super().__iter__()
 
     def __getitem__(self, index):
-        if isinstance(index, int) and index != 0:
-            self._tell("index", index)
-        elif isinstance(index, slice):
-            self._tell("slice", index.start or 0)
+        if isinstance(index, int) and index not in (0, -1):
+            frame = sys._getframe(1)
+            if _constant_index(frame) or not self._len_read:
+                self._tell(frame, "index", index)
         return super().__getitem__(index)
 
     def __len__(self):
-        if _calls_len(sys._getframe(1)):      # len(works) in the script, not list(works)
-            self._tell("len")
+        frame = sys._getframe(1)
+        if _callee(frame)[0] == "len":    # len(works) in the script, not list(works)
+            self._len_read = True
+            if _len_compared(frame, list.__len__(self)):
+                self._tell(frame, "len")
         return super().__len__()
 
     def __reduce_ex__(self, protocol):     # pickled or copied: a plain list
         return (list, (list(self),))
-
-
-_UNPACK = {dis.opmap["UNPACK_SEQUENCE"], dis.opmap["UNPACK_EX"]}
 
 
 @functools.lru_cache(maxsize=256)
@@ -220,22 +236,70 @@ def _instructions(code) -> dict:
     return {i.offset: (k, ins) for k, i in enumerate(ins)}
 
 
-def _calls_len(frame) -> bool:
-    """Is the frame calling the builtin len() right now? (The callable is the last name
-    pushed after a NULL before the CALL: `len(works)`, `range(len(works))`, not `list(works)`.)"""
-    try:
-        k, ins = _instructions(frame.f_code)[frame.f_lasti]
-    except KeyError:
-        return False
-    if ins[k].opname != "CALL":
-        return False
-    for j in range(k - 1, max(-1, k - 8), -1):
-        i = ins[j]
-        if i.opname == "LOAD_GLOBAL" and i.argrepr.startswith("NULL + "):
-            return i.argval == "len"
-        if i.opname == "LOAD_NAME" and j and ins[j - 1].opname == "PUSH_NULL":
-            return i.argval == "len"
-    return False
+def _at(frame):
+    """(k, instructions) of the instruction the frame is executing, or (-1, [])."""
+    return _instructions(frame.f_code).get(frame.f_lasti, (-1, []))
+
+
+def _unpacked_into(frame) -> int:
+    """How many elements the unpacking the frame is at needs at least (0: not unpacking)."""
+    k, ins = _at(frame)
+    if k < 0 or ins[k].opname not in ("UNPACK_SEQUENCE", "UNPACK_EX"):
+        return 0
+    arg = ins[k].arg
+    return arg if ins[k].opname == "UNPACK_SEQUENCE" else (arg & 0xFF) + (arg >> 8)
+
+
+def _constant_index(frame) -> bool:
+    """`works[1]`: the index is a constant in the code, not computed."""
+    k, ins = _at(frame)
+    return k > 0 and ins[k - 1].opname in ("LOAD_CONST", "LOAD_SMALL_INT")
+
+
+def _callee(frame, k: int = -1) -> tuple:
+    """(name, index of its load) of the builtin the CALL at k (default: the frame's current
+    instruction) calls: the load that starts where the call's source span starts."""
+    at, ins = _at(frame)
+    k = at if k < 0 else k
+    if k < 0 or ins[k].opname != "CALL":
+        return None, -1
+    start = ins[k].positions
+    for j in range(k - 1, -1, -1):
+        p = ins[j].positions
+        if (p.lineno, p.col_offset) == (start.lineno, start.col_offset) \
+                and ins[j].opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+            return ins[j].argval, j
+    return None, -1
+
+
+_COMPARE = {"<": int.__lt__, "<=": int.__le__, "==": int.__eq__, "!=": int.__ne__,
+            ">": int.__gt__, ">=": int.__ge__}
+
+
+def _len_compared(frame, n: int) -> bool:
+    """Does the script compare this len() with a constant whose answer differs at 1 and at
+    n (`len(works) > 1`, `== 2`), or with another len() (`len(works) == len(ops)`)?"""
+    k, ins = _at(frame)
+    j = _callee(frame)[1]
+    after = ins[k + 1:k + 3]
+    if len(after) == 2 and after[0].opname == "LOAD_CONST" and after[1].opname == "COMPARE_OP":
+        c, how = after[0].argval, _COMPARE.get(after[1].argrepr)
+        return isinstance(c, int) and how is not None and how(n, c) != how(1, c)
+    j -= int(j > 0 and ins[j - 1].opname == "PUSH_NULL")      # module-level code
+    if k + 1 < len(ins) and ins[k + 1].opname == "COMPARE_OP" and j > 0:
+        left, how = ins[j - 1], _COMPARE.get(ins[k + 1].argrepr)
+        if left.opname == "LOAD_CONST" and isinstance(left.argval, int) and how is not None:
+            return how(left.argval, n) != how(left.argval, 1)
+        return left.opname == "CALL" and _callee(frame, j - 1)[0] == "len"
+    return _other_len_follows(ins, k)
+
+
+def _other_len_follows(ins, k: int) -> bool:
+    """`len(works) == len(ops)`: after this call, a len() call and then the comparison."""
+    rest = ins[k + 1:k + 8]
+    names = [i.argval for i in rest if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")]
+    ops = [i.opname for i in rest]
+    return bool(names) and names[0] == "len" and "COMPARE_OP" in ops
 
 
 def _op_fields(op) -> dict:
@@ -273,7 +337,24 @@ def _failure(error: BaseException) -> dict:
     text = f"{type(error).__name__}: {error}".strip().splitlines()[0][:500]
     if isinstance(error, cuda.NotMapped):     # the script could not run here: not a call's
         inside = []                           # failure (exit 2, not a finding)
-    return dict(text=text, where=where, api=inside[0] if inside else "")
+    fields = dict(text=text, where=where, api=inside[0] if inside else "")
+    if frames and frames[-1].name == "_check_polling":     # the record's own stop: run()
+        last = list(traceback.walk_tb(error.__traceback__))[-1][0]
+        op = last.f_locals.get("op")
+        return dict(fields, kind="polled", api="is_completed",
+                    seq=op.seq if op is not None else -1, text=POLL_STOP)
+    if inside and "torch/distributed/" in frames[-1].filename \
+            and (frames[-1].line or "").startswith("raise"):
+        fields["kind"] = "python"     # raised by torch's Python, before any backend
+        fields["name"] = f"{_qualname(error, inside[0])}, {frames[-1].name}"
+    return fields
+
+
+def _qualname(error: BaseException, name: str) -> str:
+    """'P2POp.__new__' for the torch function named `name` in the traceback."""
+    codes = [f.f_code for f, _ in traceback.walk_tb(error.__traceback__)]
+    return next((c.co_qualname for c in codes if c.co_name == name
+                 and "torch/distributed/" in c.co_filename), name)
 
 
 def _exited(done: SystemExit) -> dict:
@@ -335,6 +416,10 @@ def run(script: str, args: list[str], folder: str) -> None:
     except BaseException as error:
         fields = _failure(error)
         agent.chain(callers.frames_of(error), fields["where"])
+        if fields.get("kind") == "polled":
+            # The record stopped a loop polling is_completed() (it never ends on gloo): the
+            # report says so; the rank ends without showing the record's own exception.
+            raise SystemExit(1) from None
         raise
     finally:
         elapsed = time.perf_counter() - start

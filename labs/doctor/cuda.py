@@ -63,16 +63,20 @@ def _cpu(value, positional_int: bool = False):
     """The CPU for a CUDA device (or, where it can only be a device, a bare index)."""
     if _is_cuda(value) or (positional_int and type(value) is int):
         STATE.use()
+        index = value if type(value) is int else torch.device(value).index
+        if index is not None:             # which GPU NCCL would use: the device rule
+            STATE.named.add(index)
         return _CPU
     return value
 
 
 def _index(device) -> int:
     """The CUDA device index a device argument names ("cuda": the current device)."""
-    if type(device) is int:
-        return device
-    device = torch.device(device)
-    return device.index if device.index is not None else STATE.device
+    if type(device) is int or torch.device(device).index is not None:
+        index = device if type(device) is int else torch.device(device).index
+        STATE.named.add(index)            # which GPU NCCL would use: the device rule
+        return index
+    return STATE.device
 
 
 def _target(func, args, kwargs):
@@ -107,8 +111,10 @@ def _placed(func, args, kwargs, out, target):
     return gpu_view.to_cpu(own, out) if own is not None else out
 
 
-def _same(tensor, *args, **kwargs):
+def _same(tensor, device=None, *args, **kwargs):
     STATE.use()
+    if device is not None:                # t.cuda(1): a named device
+        _cpu(device, True)
     return tensor
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 from labs.doctor import (buffers, communicators, diagnose, exits, failures, kernels,
-                         portability, streams)
+                         portability, streams, torch_docs)
 from labs.doctor.matching import match
 from labs.doctor.ranks import read_rank
 from labs.doctor.report import Report, merged, show_path
@@ -27,16 +27,18 @@ def findings(runs: dict, outcome) -> list:
     found += buffers.stream_findings(runs)
     lone = {i for f in found if f.kind.startswith(("unmatched", "tag_", "group_")) for i in f.extra}
     found += diagnose.wait_findings(runs, lone)
+    found += failures.polling_findings(runs)
     found += failures.failure_findings(runs, {r for f in found for r in f.ranks})
     found += failures.pinned_findings(runs)
     found += portability.any_source_findings(runs) + portability.tag_findings(runs, pairs)
-    found += portability.first_batch_findings(runs) + portability.large_batch_findings(runs)
+    found += portability.first_batch_findings(runs)
     found += portability.work_findings(runs, outcome.events)
+    found += portability.same_gpu_findings(runs, outcome.events)
     found += _lazy(communicators.lazy_findings(runs), hung)
     nccl_pairs, stopped = match(runs, tags=False), bool(hung) or bool(outcome.stopped)
     found += streams.ungrouped_findings(runs, nccl_pairs, stopped)
     found += kernels.order_findings(runs, nccl_pairs, pairs, stopped)
-    return buffers.without_consequences(found, refused)
+    return failures.one_bug_one_problem(buffers.without_consequences(found, refused), runs)
 
 
 def _lazy(lazy: list, hung: list) -> list:
@@ -63,8 +65,9 @@ def _ending(runs, outcome, world_size) -> list[str]:
     elif outcome.returncode == 0:
         return ["every rank finished"]
     else:
-        failed = [f"rank {r} {exits.how_it_ended(run.exit.text)}" for r, run in runs.items()
-                  if run.exit is not None and run.exit.text]
+        failed = [f"rank {r} " + (run.exit.text if run.exit.kind == "polled" else
+                                  exits.how_it_ended(run.exit.text))
+                  for r, run in runs.items() if run.exit is not None and run.exit.text]
         lines = ["the job failed" + (": " + ", ".join(failed) if failed else "")]
     for r, stack in sorted(outcome.stacks.items()):
         lines.append(f"rank {r}, read by py-spy: {_where(stack)}")
@@ -117,7 +120,7 @@ def report(outcome) -> Report:
     notes = list(dict.fromkeys(n for run in runs.values() for n in run.asked.splitlines()))
     errors = failures.script_errors(runs)
     notes += exits.script_errors(errors)
-    notes += _streams_note(runs)
+    notes += _streams_note(runs) + torch_docs.limits_used(runs)
     found = merged(found)
     checked = _checked(runs)
     failed = bool(errors) or (outcome.returncode not in (0, None)) or not runs \

@@ -49,7 +49,12 @@ class Event:
     destroyed destroy_process_group() of every group returned (numel: gloo's group
               worker threads still running, 0 when the groups were freed; where: the call;
               text: what still holds a group, "; "-separated)
-    exit      the script ended (text: its exception, if any; where: the line that raised)
+    device    before the first communication call of a rank that used CUDA (index: its
+              current device; text: the device indices it named, ","-separated)
+    exit      the script ended (text: its exception, if any; where: the line that raised;
+              kind "python": raised by torch.distributed's own Python, name: the API and
+              the function that raised; kind "polled": the record stopped a loop polling
+              is_completed(), seq: the op polled)
     frames    the script's frames of a `where` above, innermost first (frames: [{file, line,
               function}], the first at `where`), once per distinct chain of calls on the rank
     """

@@ -13,13 +13,14 @@ LESSON = {
     "self": "04_deadlock_hazards", "call_failed": "11_your_own_job",
     "group_outlives_destroy": "11_your_own_job",
     "unwaited": "03_waiting_and_overlap", "partly_waited": "03_waiting_and_overlap",
+    "polled_not_waited": "03_waiting_and_overlap",
     "barrier_instead_of_wait": "03_waiting_and_overlap",
     "buffer_in_flight": "03_waiting_and_overlap",
     "buffer_freed": "03_waiting_and_overlap", "stream_race": "03_waiting_and_overlap",
     "not_contiguous": "04_deadlock_hazards",
     "any_source": "02_p2pop_and_batching", "tags_ignored_on_nccl": "02_p2pop_and_batching",
     "nccl_first_batch": "02_p2pop_and_batching", "ungrouped_exchange": "02_p2pop_and_batching",
-    "large_batch": "02_p2pop_and_batching", "one_work_per_batch": "02_p2pop_and_batching",
+    "one_work_per_batch": "02_p2pop_and_batching", "same_gpu": "02_p2pop_and_batching",
     "lazy_communicators": "09_production_patterns",
 }
 NCCL_LABEL = "NCCL, modelled, not run here"

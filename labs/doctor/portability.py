@@ -4,10 +4,22 @@ never run here. Each rule names its source.
     any_source            NCCL has no receive from any source
     tags_ignored_on_nccl  NCCL ignores tags: its FIFO pairing per (sender, receiver) differs
     nccl_first_batch      a batch as the group's first call needs every rank in it
-    large_batch           hundreds of ops in one batch have hung NCCL
-    one_work_per_batch    NCCL returns one Work per batch: the list unpacked, works[i] for
-                          i >= 1, or len() relied on work on gloo only
+    same_gpu              NCCL ranks of one node on one GPU (no torch.cuda.set_device, no
+                          device_id, no device named per rank): NCCL refuses the communicator
+    one_work_per_batch    NCCL returns one Work per batch: what breaks on a one-element
+                          list (unpacked into several names, works[i] for i not 0 or -1
+                          and not relative to len(works), zip() against the ops, len()
+                          compared with the op count) works on gloo only
 (communicators.py: per-pair communicators; streams.py: ungrouped exchanges.)
+
+Large batches: not a rule, a stated limit. pytorch/pytorch#174288 reports hangs of large
+batch_isend_irecv groups on NCCL that come from how NCCL splits a group into kernel plans
+(each rank cuts its own queue at a per-plan budget, so a send and its receive can land in
+different plans), not from an op count; the PR that chunked batches at 256 ops
+(pytorch/pytorch#174942) was closed unmerged, and a maintainer reported in #174288 that with
+NCCL 2.30 the repro no longer hangs. torch 2.13.0's Linux wheel on PyPI pins
+nvidia-nccl-cu13==2.29.7 (its Requires-Dist), older than 2.30: such a hang is possible
+with it, but where NCCL splits a group is not modelled, so the doctor says nothing per batch.
 """
 from __future__ import annotations
 
@@ -15,7 +27,6 @@ from labs.doctor.communicators import cpu_groups, eager
 from labs.doctor.findings import Finding
 from labs.doctor.matching import match
 
-LARGE_BATCH = 256        # torch's proposed chunk size (pytorch/pytorch PR #174942)
 FINE_ON_GLOO = "fine on gloo (observed in this run)"
 
 
@@ -94,26 +105,18 @@ def _first_batch(firsts, batched, others) -> Finding:
         True)
 
 
-def large_batch_findings(runs) -> list:
-    return [Finding("large_batch", f"a batch of {len(b.seqs)} ops", (run.rank,),
-                    [(run.rank, b.where)], FINE_ON_GLOO,
-                    f"NCCL has hung on batches of hundreds of ops (more than {LARGE_BATCH}): "
-                    "split it into smaller batches that match across ranks",
-                    "pytorch/pytorch#174288, PR #174942", True)
-            for run in runs.values() for b in run.batches.values() if len(b.seqs) > LARGE_BATCH]
-
-
 ONE_WORK_SOURCE = ("torch 2.13 distributed_c10d.py batch_isend_irecv: with a backend that "
                    "supports coalescing (NCCL) it returns cm.works, where _coalescing_manager "
                    "appends the one Work of _end_coalescing")
-_READ = {"unpack": ("the list of a batch's {n} Works unpacked into names",
-                    "unpacking it into {n} names raises ValueError there"),
+_READ = {"unpack": ("the list of a batch's {n} Works unpacked into {i} names",
+                    "unpacking it into {i} names raises ValueError there"),
          "index": ("the script reads works[{i}] of a batch of {n} ops",
                    "works[{i}] raises IndexError there"),
-         "slice": ("the script slices the list of a batch's {n} Works",
-                   "a slice from {i} holds at most that one Work there"),
-         "len": ("the script relies on len() of a batch's {n} Works",
-                 "len() of the list is 1 there, not {n}")}
+         "zip": ("the script zips the list of a batch's {n} Works with another list",
+                 "zip() stops after its one Work: the loop runs once there, not {n} times"),
+         "len": ("the script compares len() of a batch's {n} Works",
+                 "len() of the list is 1 there, not {n}, and the comparison answers the "
+                 "other way")}
 
 
 def work_findings(runs, events: dict) -> list:
@@ -132,4 +135,51 @@ def work_findings(runs, events: dict) -> list:
                 f"NCCL returns a single Work for the whole batch: {nccl}. Wait every Work "
                 f"the list holds in a loop (for w in works: w.wait()), right on both",
                 ONE_WORK_SOURCE, True))
+    return out
+
+
+SAME_GPU_NCCL = ("ranks {ranks} would all be on cuda:{d} at their first NCCL call (the current "
+                 "device, or the one device their tensors name: no "
+                 "torch.cuda.set_device(local_rank), no device_id). NCCL refuses two ranks of "
+                 "one communicator on one GPU: creating it fails with ncclInvalidUsage "
+                 "('Duplicate GPU detected') at this first call, and torch's docs warn of "
+                 "hangs. Call torch.cuda.set_device(local_rank) first, or pass "
+                 "device_id=torch.device('cuda', local_rank) to init_process_group")
+SAME_GPU_SOURCE = ("torch 2.13 distributed_c10d.py batch_isend_irecv docstring (NCCL users "
+                   "must call torch.cuda.set_device, 'otherwise it will lead to unexpected hang "
+                   "issues') and send_object_list's (the device is torch.cuda.current_device()); "
+                   "NVIDIA/nccl src/init.cc, initTransportsRank: 'Duplicate GPU detected : rank "
+                   "%d and rank %d both on CUDA device %lx', ncclInvalidUsage")
+
+
+def _gpu(events: list):
+    """(device, where of the first call) of a rank on NCCL: the device it named if it named
+    one, else its current device; None when it named several (not modelled)."""
+    told = next((e for e in events if e.event == "device"), None)
+    first = next((e for e in events if e.event == "call"), None)
+    if told is None or first is None:
+        return None
+    named = [int(i) for i in told.text.split(",") if i]
+    if len(named) > 1:
+        return None
+    return (named[0] if named else told.index), first.where
+
+
+def same_gpu_findings(runs, events: dict) -> list:
+    """Ranks that asked for NCCL and would share a GPU at their first NCCL call."""
+    if eager(runs):
+        return []               # device_id: each rank's communicator is on that device
+    on = {}
+    for r, run in runs.items():
+        gpu = _gpu(events.get(r, [])) if any("nccl" in i.text for i in run.inits) else None
+        if gpu is not None:
+            on.setdefault(gpu[0], []).append((r, gpu[1]))
+    out = []
+    for d, ranks in sorted(on.items()):
+        if len(ranks) > 1:
+            names = ", ".join(str(r) for r, _ in ranks)
+            out.append(Finding("same_gpu", f"ranks {names} on one GPU (cuda:{d})",
+                               tuple(r for r, _ in ranks), list(ranks),
+                               f"{FINE_ON_GLOO}: gloo does not use GPUs",
+                               SAME_GPU_NCCL.format(ranks=names, d=d), SAME_GPU_SOURCE, True))
     return out

@@ -56,6 +56,7 @@ class State:
 
     def __init__(self, devices: int):
         self.devices, self.device = devices, 0
+        self.named = set()                # CUDA device indices the script named (cuda:1, .to(1))
         self.streams = 0                  # side streams made so far
         self.used_streams = False         # any stream API: ops carry a stream name from then
         self.used = False                 # any CUDA use: the report's header says it was mapped

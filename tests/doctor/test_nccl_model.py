@@ -39,13 +39,15 @@ def only(report, kind):
 
 # hazard, ranks, kind, the line it names, words of its NCCL text, words of its source
 HAZARDS = [
-    ("works_unpacked.py", 2, "one_work_per_batch", "send_req, recv_req = exchange()",
+    ("works_unpacked.py", 2, "one_work_per_batch", "(send_req, recv_req) = exchange()",
      "unpacking it into 2 names raises ValueError", "distributed_c10d.py batch_isend_irecv"),
     ("works_unpacked.py", 2, "one_work_per_batch", "works[1].wait()",
      "works[1] raises IndexError", "_coalescing_manager"),
-    ("works_unpacked.py", 2, "one_work_per_batch", "range(len(works))",
+    ("works_unpacked.py", 2, "one_work_per_batch", "zip(ops, works)",
+     "zip() stops after its one Work", "cm.works"),
+    ("works_unpacked.py", 2, "one_work_per_batch", "len(works) == len(ops)",
      "len() of the list is 1 there", "cm.works"),
-    ("works_unpacked.py", 4, "one_work_per_batch", "send_req, recv_req = exchange()",
+    ("works_unpacked.py", 4, "one_work_per_batch", "(send_req, recv_req) = exchange()",
      "unpacking it into 2 names raises ValueError", "distributed_c10d.py batch_isend_irecv"),
     ("ring_isend_first.py", 3, "lazy_communicators", "req = dist.isend(mine, right)",
      "a hang at any message size", "ProcessGroupNCCL.cpp, pointToPoint"),
@@ -94,8 +96,9 @@ def test_a_ring_of_isends_at_two_ranks_meets_its_pair():
 
 # every fixed twin at 2, 3 and 4 ranks: a clean bill must not depend on the world size
 # (make test: at 3, tests/doctor/sweeps.py)
-FIXED = [(script, n) for script in ("works_loop.py", "ring_batched.py", "tags_in_order.py",
-                                     "eager_ring_batched.py") for n in (2, 3, 4)]
+FIXED = [(script, n) for script in ("works_loop.py", "works_relative.py", "ring_batched.py",
+                                     "tags_in_order.py", "eager_ring_batched.py")
+         for n in (2, 3, 4)]
 
 
 @pytest.mark.parametrize("script, nproc", over_sizes(*FIXED))
