@@ -188,7 +188,7 @@ class _Work:
 @pytest.mark.parametrize("in_function", [False, True])
 def test_a_read_of_the_works_list_is_flagged_when_it_breaks_on_one_work(code, flagged,
                                                                           in_function):
-    from labs.doctor.agent import Works
+    from labs.doctor.works import Works
     told = []
     works = Works([_Work(), _Work()], 0, lambda event, **f: told.append(f["text"]))
     scope = {"works": works, "ops": ["send", "recv"]}
