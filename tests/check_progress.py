@@ -41,7 +41,7 @@ def fail_fast_order(items, lesson_of, world_size_of) -> list:
         i, item = pair
         name, size = family(item.nodeid), world_size_of(item)
         later = size is not None and size not in fast[name]
-        return lesson_of(item), position[name], later, size if later else 0, i
+        return lesson_of(item), position[name], later, size or 0, i
     return [item for _, item in sorted(enumerate(items), key=key)]
 
 
