@@ -12,19 +12,20 @@ Active when the graders grade labs/ (`--impl=labs`); tests/conftest.py registers
   changed since its last grade is not run again: its remembered outcome goes on the sheet,
   marked so. A test whose exercises are all untouched stubs is "not started" without
   starting workers. `--lesson=05` grades one lesson and shows every problem it has.
-* A hang stops its grader: the runs at larger world sizes are not made (one hang is
-  enough to fix; each would cost seconds), and the sheet says at which it hung.
+* Fail fast, then complete (tests/check_progress.py): each grader runs at its fast world
+  sizes first, then the others; its first failing run (a hang too) stops it: the runs left
+  are not made (one problem is enough to fix; each would cost seconds), the sheet says at
+  which world size it failed, and the exercise is not solved.
 * A lab module that does not load fails its own lesson only: its graders do not run,
   its exercises (read from the file) stay on the sheet, and a module that imports it
   waits for it.
-* Progress is one neutral line per lesson; a failure's report is its message (what was
-  wrong, your code's lines first), not the grader's source.
+* Progress is a line per exercise, a failure said the moment it is found (your code's line
+  first); a failure's report is its message, not the grader's source.
 """
 from __future__ import annotations
 
 import importlib
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -35,8 +36,9 @@ from labs.harness.ranks.exercises import ExerciseNotSolved, exercises_in
 from labs.harness.grading import memory
 from labs.harness.grading.run import GradeFailure, grading
 from labs.harness.grading.sheet import (GRADERS, Graded, grade_sheet, graded_from_failure,
-                                        skipped_after_hang)
+                                        skipped_after)
 from tests import course
+from tests.check_progress import Progress, fail_fast_order, family
 
 KEY = "grade"
 
@@ -59,12 +61,11 @@ class Check:
         self.exercises, self.broken, self.places = _exercises()
         self.lessons = {module: number for number, module, _ in self.exercises}
         self.lessons.update({m: b[0] for m, b in self.broken.items()})
-        self.hung: dict = {}               # grader test (no parameters) -> its run that hung
+        self.stopped: dict = {}            # grader test (no parameters) -> its run that failed
         self.graded: list[Graded] = []     # this session's, remembered ones included
         self.keys: dict = {}               # nodeid -> key, for the tests that run
         self.grades: dict = {}             # nodeid -> the exercises it grades
-        self.files: dict = {}              # grader file -> [nodeids that run], for progress
-        self.started: dict = {}
+        self.progress = None               # made once the runs are known
         self._sheet = None
 
     # -- what each test grades, and what need not run ---------------------------------------
@@ -102,23 +103,33 @@ class Check:
                 known = self.memory.recall(item.nodeid, key)
                 if known is not None:
                     self.graded.append(Graded.from_dict(known, remembered=True))
-                    if self.graded[-1].hung and self.graded[-1].kind == "failing":
-                        self.hung.setdefault(_family(item.nodeid), self.graded[-1])
+                    if self.graded[-1].kind == "failing":
+                        self.stopped.setdefault(family(item.nodeid), self.graded[-1])
                     dropped.append(item)
                     remembered += 1
                     continue
                 self.keys[item.nodeid] = key
             kept.append(item)
-            self.files.setdefault(item.nodeid.split("::")[0], []).append(item.nodeid)
         if dropped:
             config.hook.pytest_deselected(items=dropped)
         # In lesson order (the files sort by topic): the progress lines read like the sheet.
-        order = {id(item): i for i, item in enumerate(kept)}
-        kept.sort(key=lambda item: (self.lessons.get(_module_of(item.nodeid), "99")
-                                    if item.nodeid.startswith(GRADERS) else "",
-                                    order[id(item)]))
-        items[:] = kept
+        items[:] = fail_fast_order(kept, self._lesson_of, _world_size)
+        self.progress = Progress(self.config.pluginmanager.get_plugin("terminalreporter"))
+        self.progress.plan([i for i in items if i.nodeid in self.grades], self._label,
+                           _world_size, self._place_of)
         self._say_plan(len(kept), remembered, stubs)
+
+    def _lesson_of(self, item) -> str:
+        if not item.nodeid.startswith(GRADERS):
+            return ""
+        return self.lessons.get(_module_of(item.nodeid), "99")
+
+    def _label(self, item) -> str:
+        module = _module_of(item.nodeid)
+        return f"  {self.lessons.get(module, '??')} {module:<12} {self.grades[item.nodeid][0]}"
+
+    def _place_of(self, item) -> str:
+        return self.places.get(self.grades[item.nodeid][0], "")
 
     def _say_plan(self, running, remembered, stubs):
         if self.memory is None:
@@ -139,9 +150,9 @@ class Check:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item):
-        hung = self.hung.get(_family(item.nodeid))
-        if hung is not None and item.nodeid in self.grades:
-            pytest.skip(f"it hung at world_size={hung.world_size}")
+        stopped = self.stopped.get(family(item.nodeid))
+        if stopped is not None and item.nodeid in self.grades:
+            pytest.skip(skipped_after(item.nodeid, (), None, stopped).reason)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item):
@@ -157,9 +168,9 @@ class Check:
         outcome = yield
         report = outcome.get_result()
         names = self.grades.get(item.nodeid)
-        hung = self.hung.get(_family(item.nodeid))
-        if names is not None and report.skipped and hung is not None:
-            graded = skipped_after_hang(item.nodeid, names, _world_size(item), hung)
+        stopped = self.stopped.get(family(item.nodeid))
+        if names is not None and report.skipped and stopped is not None:
+            graded = skipped_after(item.nodeid, names, _world_size(item), stopped)
             report.user_properties += [(KEY, graded.as_dict()), ("rememberable", True)]
             return
         if names is None or not (call.when == "call" or report.failed):
@@ -169,8 +180,8 @@ class Check:
             reason = str(exc) if isinstance(exc, GradeFailure) else _crash(report)
             graded = graded_from_failure(item.nodeid, names, exc if report.failed else None,
                                          reason, _world_size(item))
-            if graded.hung:
-                self.hung.setdefault(_family(item.nodeid), graded)
+            if graded.kind == "failing":
+                self.stopped.setdefault(family(item.nodeid), graded)
             report.user_properties.append((KEY, graded.as_dict()))
             # Worth remembering: a pass, or a verdict of the grader (not a broken test run).
             report.user_properties.append(("rememberable", isinstance(exc, GradeFailure)
@@ -183,8 +194,10 @@ class Check:
         if KEY in props:
             graded = Graded.from_dict(props[KEY])
             self.graded.append(graded)
-            if graded.kind == "failing" and graded.hung:     # remembered ones too: below
-                self.hung.setdefault(_family(report.nodeid), graded)
+            if graded.kind == "failing":
+                self.stopped.setdefault(family(report.nodeid), graded)
+            if self.progress is not None and not graded.remembered:
+                self.progress.result(report.nodeid, graded)
             key = self.keys.get(report.nodeid)
             if self.memory is not None and key and props.get("rememberable"):
                 self.memory.keep(report.nodeid, key, graded.as_dict())
@@ -199,7 +212,7 @@ class Check:
                 self.graded.append(Graded(report.nodeid, names, "failing",
                                           f"the grader could not be loaded: {_crash(report)}"))
 
-    # -- progress: one neutral line per grader file (a lesson) ------------------------------
+    # -- progress: a line per exercise (tests/check_progress.py) ------------------------------
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_report_teststatus(self, report, config):
@@ -209,20 +222,8 @@ class Check:
             return "error", "", "ERROR"
 
     def pytest_runtest_logstart(self, nodeid, location):
-        file = nodeid.split("::")[0]
-        if file in self.files and file not in self.started:
-            self.started[file] = time.perf_counter()
-            module = _module_of(nodeid)
-            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-            if reporter is not None:
-                reporter.write(f"  {self.lessons.get(module, '??')} {module:<12} grading "
-                               f"{len(self.files[file])} run(s) ... ", flush=True)
-
-    def pytest_runtest_logfinish(self, nodeid, location):
-        file = nodeid.split("::")[0]
-        if file in self.files and self.files[file] and nodeid == self.files[file][-1]:
-            seconds = time.perf_counter() - self.started.get(file, time.perf_counter())
-            self._write_line(f"done, {seconds:.1f} s")
+        if self.progress is not None:
+            self.progress.start(nodeid)
 
     # -- the end: the sheet, the exit status, the memory ---------------------------------------
 
@@ -331,11 +332,6 @@ def _changed_since(grades: Path) -> bool:
         return True
     files = [*(COURSE_ROOT / "labs").glob("*.py"), *(COURSE_ROOT / "tests" / "graders").glob("*.py")]
     return any(f.stat().st_mtime > since for f in files if f.exists())
-
-
-def _family(nodeid: str) -> str:
-    """A grader test without its parameters: its runs at every world size."""
-    return nodeid.split("[", 1)[0]
 
 
 def _world_size(item):

@@ -153,7 +153,10 @@ def test_make_check_stops_at_the_first_hang_and_names_your_line(tmp_path, no_lef
     assert f"{at}rank 1 blocked in send(to 0, tag 0, 10 x float32)\n" in out, out
     assert f"Nothing moved for {HANG_SECONDS:g} s" in out
     assert "at world size 2 (not graded at 3, 4: a hang stops its grader" in out, out
-    assert out.count("hung (world_size=") == 1, "the hang once, at one world size"
+    # said the moment it is found (your line first), then once on the sheet
+    assert "exchange_batched  FAILING at world size 2; 2 run(s) not graded" in out, out
+    sheet = out[out.index("grade sheet"):]
+    assert sheet.count("hung (world_size=") == 1, "the hang once, at one world size"
     # one launch, told after HANG_SECONDS of nothing moving: not 3 launches, not gloo's timeout
     assert took < 60, f"make check took {took:.0f} s"
     again = _check(course, tmp_path / "grades.json", "--lesson=04", sizes=(2, 3, 4))
@@ -162,9 +165,11 @@ def test_make_check_stops_at_the_first_hang_and_names_your_line(tmp_path, no_lef
 
 
 @pytest.mark.slow
-def test_make_check_says_each_problem_once_with_its_world_sizes(tmp_path, no_leftover_workers):
+def test_make_check_says_each_problem_once_and_stops_at_the_first_failure(tmp_path,
+                                                                           no_leftover_workers):
     """A batch never waited for: two problems (the send, the receive), each once, your file
-    and line first, then every world size it showed at, on one line; none held back."""
+    and line first, then the world size it showed at; a failure ends the exercise's grading,
+    as a hang does: the larger world size is not graded, and the sheet says so."""
     course = _copy(tmp_path)
     _write_exchange_batched(course, """
         received = torch.empty_like(tensor)
@@ -176,9 +181,41 @@ def test_make_check_says_each_problem_once_with_its_world_sizes(tmp_path, no_lef
     assert re.search(r"FAILING\s+exchange_batched: 2 problems, each once below\n", out), out
     problems = re.findall(r"^ {18}(labs/deadlocks\.py:\d+: rank 0 returned with a (send|receive) "
                           r"of 10 x float32 (?:to|from) rank 1 never waited for.*)\n"
-                          r" {22}at world sizes 2, 3$", out, re.M)
+                          r" {22}at world size 2", out, re.M)
     assert sorted(kind for _, kind in problems) == ["receive", "send"], out
+    assert "(not graded at 3: a failure stops its grader" in out, out
     assert "more problem" not in out and "more run(s)" not in out
+
+
+@pytest.mark.slow
+def test_make_check_grades_the_fast_world_sizes_first_and_says_a_failure_at_once(
+        tmp_path, no_leftover_workers):
+    """Right at every world size but 4: graded at 2 and 5 first ("right at 2 and 5; grading 3,
+    4, 6 ..."), then 3, then 4, where the failure is said at once with your line, before the
+    sheet; 6 is not graded, and the exercise is not remembered as solved."""
+    course = _copy(tmp_path)
+    _write_exchange_batched(course, """
+        if dist.get_world_size() == 4:
+            return tensor.clone()          # wrong at 4 ranks only
+        received = torch.empty_like(tensor)
+        works = dist.batch_isend_irecv([dist.P2POp(dist.isend, tensor, peer),
+                                        dist.P2POp(dist.irecv, received, peer)])
+        for work in works:
+            work.wait()
+        return received
+    """)
+    grades = tmp_path / "grades.json"
+    run = _check(course, grades, "--lesson=04", sizes=(2, 3, 4, 5, 6))
+    out = run.stdout
+    assert run.returncode == 1, out[-3000:] + run.stderr[-3000:]
+    right = out.index("exchange_batched  right at 2 and 5; grading 3, 4, 6 ...\n")
+    failing = re.search(r"exchange_batched  FAILING at world size 4; 1 run\(s\) not graded "
+                        r"\(a failure ends its grading\), [\d.]+ s\n {6}labs/deadlocks\.py:\d+: ", out)
+    assert failing and right < failing.start() < out.index("grade sheet"), out
+    assert "(not graded at 6: a failure stops its grader" in out, out
+    again = _check(course, grades, "--lesson=04", sizes=(2, 3, 4, 5, 6)).stdout
+    assert "0 grader run(s) to do" in again, again
+    assert re.search(r"FAILING\s+exchange_batched", again), again
 
 
 @pytest.mark.slow

@@ -15,7 +15,7 @@ or from what `make check` remembers (labs.harness.grading.memory).
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from labs.harness.grading.run import problem_kind
 
@@ -73,11 +73,18 @@ def graded_from_failure(nodeid: str, exercises, exc: BaseException | None,
                   hung=getattr(exc, "hung", False))
 
 
-def skipped_after_hang(nodeid: str, exercises, world_size, hung: Graded) -> Graded:
-    """A run not made: the same grader hung at a smaller world size (one is enough)."""
+def skipped_after(nodeid: str, exercises, world_size, stopped: Graded) -> Graded:
+    """A run not made: the same grader failed (or hung) in an earlier run (one is enough)."""
+    how = "hung" if stopped.hung else "failed"
     return Graded(nodeid, tuple(exercises), "skipped",
-                  f"not graded: it hung at world_size={hung.world_size}",
-                  world_size=world_size, hung=True)
+                  f"not graded: it {how} at world_size={stopped.world_size}",
+                  world_size=world_size, hung=stopped.hung)
+
+
+def first_problem(graded: Graded, place: str = "") -> str:
+    """A failing run's first problem, whole, your file:line first (`place` if it has none)."""
+    problems = _distinct([replace(graded, world_size=None)], place)
+    return problems[0] if problems else ""
 
 
 @dataclass
@@ -190,8 +197,9 @@ def _row(lesson, module, name, runs, place="") -> Row:
         row.problems = _distinct(failing, place)
         skipped = _cases([g for g in runs if g.kind == "skipped"])
         if skipped and row.problems:
+            why = "a hang" if failing[0].hung else "a failure"
             row.problems[-1] += (f" (not graded at {', '.join(skipped)}: "
-                                 f"a hang stops its grader, one is enough to fix first)")
+                                 f"{why} stops its grader, one is enough to fix first)")
         return row
     unsolved = [g for g in runs if g.kind in ("not_started", "waiting")]
     if not unsolved:
