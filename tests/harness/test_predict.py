@@ -1,4 +1,8 @@
 """Predict, then run: the widget keeps the run's answer until the reader has picked."""
+import sys
+
+import pytest
+
 from labs.harness.notebook.predict import Prediction
 
 CHOICES = {"completes": "both sends complete", "hang": "both wait forever: a deadlock"}
@@ -31,3 +35,42 @@ def test_a_verdict_that_is_not_a_choice_is_refused():
         assert "'error' is not one of" in str(exc)
     else:
         raise AssertionError("reveal accepted a verdict that is no choice")
+
+
+def _held_texts(guess) -> list[str]:
+    return [o.get("text", "") for _, out in guess.held_views for o in out.outputs]
+
+
+def test_what_a_held_block_prints_opens_with_the_pick(capsys):
+    guess = Prediction("Both ranks send first. What happens?", CHOICES)
+    with guess.held():
+        print("claim holds: both ranks block in send")
+        print("oops", file=sys.stderr)
+        guess.reveal("hang")
+    said = capsys.readouterr()
+    assert "claim holds" not in said.out + said.err and "oops" not in said.out + said.err
+    assert _held_texts(guess) == ["claim holds: both ranks block in send\n", "oops\n"]
+    (note, out), = guess.held_views
+    assert out.layout.display == "none" and note.layout.display is None   # closed, a note
+    guess.buttons.value = "completes"
+    assert out.layout.display is None and note.layout.display == "none"   # open
+
+
+def test_a_reader_who_picked_first_sees_the_held_output_at_once():
+    guess = Prediction("?", CHOICES)
+    guess.buttons.value = "hang"
+    with guess.held():
+        print("both blocked")
+    (note, out), = guess.held_views
+    assert out.layout.display is None and note.layout.display == "none"
+
+
+def test_an_exception_is_never_held(capsys):
+    guess, before = Prediction("?", CHOICES), sys.stdout
+    with pytest.raises(AssertionError, match="claim BROKEN"):
+        with guess.held():
+            print("rank 0: ran")
+            raise AssertionError("claim BROKEN: sends complete")
+    assert capsys.readouterr().out == "rank 0: ran\n"     # shown with the error, at once
+    assert guess.held_views == []
+    assert sys.stdout is before                           # printing is the cell's again
