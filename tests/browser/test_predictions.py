@@ -52,8 +52,9 @@ VISIBLE_TEXT_JS = """(panel) => {
   }
   return shown.join('\\n');
 }"""
+# What each held output shows: its text, and a mark per figure in it.
 HELD_TEXTS_JS = """(panel) => [...document.querySelectorAll(panel + ' .widget-output[data-held]')]
-  .map((o) => o.innerText)"""
+  .map((o) => o.innerText + '[figure]'.repeat(o.querySelectorAll('img').length))"""
 FOLDED_TEXTS_JS = """(panel) => [...document.querySelectorAll(panel + ' .jp-MarkdownOutput details')]
   .map((d) => { d.open = true; const s = d.querySelector('summary');
                 return d.innerText.replace(s ? s.innerText : '', ''); })"""
