@@ -114,14 +114,17 @@ def pytest_collection_modifyitems(config, items):
 def _mark_what_only_test_all_runs(items):
     """Marks all_lane each grader in tests/graders/ at a world size other than its fast ones
     (the smallest and 5), and every test under tests/browser/ but test_notebook_in_jupyterlab,
-    which make test runs on BROWSER_IN_MAKE_TEST alone (pytest_configure)."""
+    which make test runs on BROWSER_IN_MAKE_TEST alone (pytest_configure), and the
+    predictions' test on that same notebook."""
     fast = _world_sizes_kept("fast", items)
     for item in items:
         graded = _grader_world_size(item)
         if graded is not None and graded[1] not in fast[graded[0]]:
             item.add_marker("all_lane")
         elif item.nodeid.startswith("tests/browser/") and \
-                "::test_notebook_in_jupyterlab[" not in item.nodeid:
+                "::test_notebook_in_jupyterlab[" not in item.nodeid and \
+                f"::test_no_answer_on_the_page_before_the_pick[{BROWSER_IN_MAKE_TEST}]" \
+                not in item.nodeid:
             item.add_marker("all_lane")
 
 

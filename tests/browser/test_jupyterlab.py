@@ -194,7 +194,8 @@ def check_figures(run, lesson_has_figures: bool) -> int:
     problems = [p for i in range(cells.count())
                 for p in image_problems(cells.nth(i), f"{run.name}, code cell {i + 1}")]
     assert not problems, "figures that are not drawn:\n" + "\n".join(problems)
-    imgs = page.locator(f"{PANEL} .jp-OutputArea-output img")
+    # :visible: an image held until a prediction is picked is not on screen yet.
+    imgs = page.locator(f"{PANEL} .jp-OutputArea-output img:visible")
     if imgs.count():
         imgs.first.scroll_into_view_if_needed()
         page.screenshot(path=f"{run.shot}-figure.png")

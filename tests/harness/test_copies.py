@@ -7,9 +7,23 @@ import os
 import threading
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from labs.harness.commands import copies
+
+ANSWER = "claim holds: both ranks block in send"
+
+
+def reference_lesson(name: str) -> nbformat.NotebookNode:
+    """A lesson as the course commits it: run, with its outputs and its widgets' state."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {
+        "m1": {"model_name": "OutputModel", "state": {"outputs": [ANSWER]}}}}}
+    nb.cells = [nbformat.v4.new_markdown_cell(f"# the reference {name}"),
+                nbformat.v4.new_code_cell("check('sends_block')", execution_count=3, outputs=[
+                    nbformat.v4.new_output("stream", name="stdout", text=ANSWER + "\n")])]
+    return nb
 
 
 @pytest.fixture
@@ -17,7 +31,7 @@ def course(tmp_path, monkeypatch):
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
     for name in ("00_welcome.ipynb", "05_ring_all_reduce.ipynb"):
-        (notebooks / name).write_text(f'{{"reference": "{name}"}}')
+        nbformat.write(reference_lesson(name), notebooks / name)
     monkeypatch.setattr(copies, "NOTEBOOKS", notebooks)
     monkeypatch.setattr(copies, "YOURS", notebooks / "yours")
     return notebooks
@@ -31,6 +45,21 @@ def test_copies_are_made_once_and_never_overwritten(course):
     assert copies.copy_missing() == []
     assert mine.read_text() == "my work"
     assert "reference" in (course / "05_ring_all_reduce.ipynb").read_text()
+
+
+def test_a_learners_copy_is_the_lesson_without_its_answers(course):
+    copies.copy_missing()
+    reference = nbformat.read(course / "05_ring_all_reduce.ipynb", as_version=4)
+    for mine in (course / "yours" / "05_ring_all_reduce.ipynb", copies.reset("05")):
+        text = mine.read_text()
+        assert ANSWER not in text, f"{mine.name} holds the reference run's output"
+        copy = nbformat.read(mine, as_version=4)
+        assert [c.source for c in copy.cells] == [c.source for c in reference.cells]
+        assert [c.get("id") for c in copy.cells] == [c.get("id") for c in reference.cells]
+        code = [c for c in copy.cells if c.cell_type == "code"]
+        assert all(c.outputs == [] and c.execution_count is None for c in code)
+        assert "widgets" not in copy.metadata
+    assert ANSWER in (course / "05_ring_all_reduce.ipynb").read_text()   # reference kept
 
 
 def test_reset_backs_up_the_learners_copy(course):

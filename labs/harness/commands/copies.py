@@ -2,7 +2,9 @@
 
 `make lab` copies every lesson you do not have yet from notebooks/ into notebooks/yours/
 (git ignores that folder) and opens your copy: run and edit it freely; notebooks/NN_*.ipynb
-keep showing the reference results. `make reset LESSON=05` gives you a fresh copy of
+keep showing the reference results. Your copy starts with no outputs (nothing answers a
+prediction before you have made it): the reference's outputs, execution counts and saved
+widget state are left out. `make reset LESSON=05` gives you a fresh copy of
 lesson 05; the old one is kept in notebooks/yours/backup/. Close the lesson's tab in
 JupyterLab first: an open tab saves its own content over the fresh copy, so reset refuses
 while one is open (and says how to close it); a kernel left running after its tab was
@@ -18,6 +20,8 @@ import shutil
 import time
 from pathlib import Path
 
+import nbformat
+
 from labs.harness import COURSE_ROOT
 from labs.harness.commands import jupyter_open
 
@@ -29,6 +33,17 @@ def lessons() -> list[Path]:
     return sorted(p for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
 
+def learners_copy(lesson: Path, mine: Path) -> None:
+    """Write the lesson to `mine` as a learner starts it: every cell, no output, no
+    execution count, no saved widget state (the reference run's answers)."""
+    nb = nbformat.read(lesson, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    nb.metadata.pop("widgets", None)
+    nbformat.write(nb, mine)
+
+
 def copy_missing() -> list[Path]:
     """Copy each lesson you do not have yet; never touch a copy you have."""
     YOURS.mkdir(exist_ok=True)
@@ -36,7 +51,7 @@ def copy_missing() -> list[Path]:
     for lesson in lessons():
         mine = YOURS / lesson.name
         if not mine.exists():
-            shutil.copy2(lesson, mine)
+            learners_copy(lesson, mine)
             copied.append(mine)
     return copied
 
@@ -95,7 +110,7 @@ def reset(number: str) -> Path:
         shutil.move(mine, backup)
         print(f"your copy is saved as {backup.relative_to(NOTEBOOKS.parent)}")
     YOURS.mkdir(exist_ok=True)
-    shutil.copy2(lesson, mine)
+    learners_copy(lesson, mine)
     print(f"fresh copy: {mine.relative_to(NOTEBOOKS.parent)}")
     return mine
 
