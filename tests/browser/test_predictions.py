@@ -22,13 +22,10 @@ import pytest
 from labs.harness.commands import copies
 from tests import course
 from tests.browser.lab_page import ARTIFACTS, PANEL, NotebookRun, wait_until
-from tests.harness.test_predict import NOT_YET
 
 pytestmark = pytest.mark.slow
 
-NOTEBOOKS = [pytest.param(str(lesson.notebook.relative_to(course.ROOT)),
-                          marks=[pytest.mark.xfail(strict=True, reason="not held yet")]
-                          if lesson.notebook.name in NOT_YET else [])
+NOTEBOOKS = [str(lesson.notebook.relative_to(course.ROOT))
              for lesson in course.lessons() if "predict(" in lesson.notebook.read_text()]
 RUN_ALL_SECONDS = 240.0
 MIN_LINE = 16           # shorter lines ("True", "rank 0:") are not an answer on their own
