@@ -2,10 +2,12 @@
 #   make lab    set up .venv (first time only) and open the course in JupyterLab
 #   make test   set up .venv and run the tests a reader needs (about 15 minutes on 2 cores):
 #               harness, lessons, claims ledger, every notebook, the graders vs solutions/
-#               at their fast world sizes, the doctor, one notebook in real JupyterLab
+#               at their fast world sizes, the doctor (one script per rule), one notebook
+#               in real JupyterLab
 #   make test-all  (maintainers, CI: .ci/run) make test plus the tests marked all_lane:
 #               the graders' catalogue of learner bodies, every grader at every world size,
-#               every notebook in JupyterLab, the graders-fail-on-the-stubs proof
+#               the doctor's whole catalogue, every notebook in JupyterLab, the
+#               graders-fail-on-the-stubs proof
 #   make test-fast  (maintainers) the harness and the graders vs solutions/: no notebooks, no
 #               browser, no torchrun jobs (tests marked slow)
 #   make check  grade YOUR exercises in labs/ against real workers (LESSON=05: one lesson)
@@ -88,13 +90,16 @@ reset: $(STAMP)
 # machine, about 15 minutes on 2 cores from a fresh clone, set-up included: the set-up checks,
 # lint, the harness and lesson tests, the claims ledger, every notebook under strict nbval and
 # as a learner has it (unsolved), every grader against solutions/ at its fast world sizes (the
-# smallest and 5), the doctor, the installer, one notebook with widgets in real JupyterLab.
+# smallest and 5), the doctor with one script per rule (a hazard and its fixed twin for each kind
+# of problem it reports, one real-code script: the tests marked rule), the installer, one
+# notebook with widgets in real JupyterLab.
 test: $(STAMP) browser-deps lint
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --durations=25 --lane=test
 
 # make test-all (maintainers; CI: .ci/run): make test plus everything marked all_lane: the
 # graders' catalogue of learner bodies (tests/harness/test_graders.py, lessons' wrong bodies),
-# every grader at every world size (1-8), every browser test, the graders-fail-on-the-stubs
+# every grader at every world size (1-8), the rest of the doctor's catalogue (second examples,
+# other real-code scripts, world-size sweeps), every browser test, the graders-fail-on-the-stubs
 # proof. Under 40 minutes on 2 cores.
 test-all: $(STAMP) browser-deps lint
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --durations=25 --lane=all

@@ -7,7 +7,9 @@
   solutions; `make check` passes --impl=labs to grade your own code).
 * `--lane=test` is `make test`: it leaves out the tests marked `all_lane` (pytest.ini), which
   `make test-all` (`--lane=all`, the default) runs as well. A grader in tests/graders/ is
-  marked `all_lane` here at every world size but its fast ones (the smallest and 5).
+  marked `all_lane` here at every world size but its fast ones (the smallest and 5), and so
+  is a doctor test that runs a job (marked slow) but is no rule's test (`rule`, pytest.ini):
+  make test keeps one hazard and its fixed twin per rule the doctor reports.
 """
 import os
 import shutil
@@ -85,7 +87,8 @@ def pytest_addoption(parser):
     parser.addoption("--lane", default="all", choices=("test", "all"),
                      help="test: make test's lane, without the tests marked all_lane (the "
                           "graders' catalogue, graders beyond their fast world sizes, all but "
-                          "one browser test, the stubs proof); all: everything (make test-all)")
+                          "one browser test, the stubs proof, the doctor's jobs beyond one per "
+                          "rule); all: everything (make test-all)")
     parser.addoption("--world-sizes", default="", metavar="LIST",
                      help="run each grader only at these world sizes (e.g. 1,3), 'ends': its "
                           "smallest and largest (the grading loop's own tests), or 'fast': its "
@@ -113,9 +116,11 @@ def pytest_collection_modifyitems(config, items):
 
 def _mark_what_only_test_all_runs(items):
     """Marks all_lane each grader in tests/graders/ at a world size other than its fast ones
-    (the smallest and 5), and every test under tests/browser/ but test_notebook_in_jupyterlab,
+    (the smallest and 5), every test under tests/browser/ but test_notebook_in_jupyterlab,
     which make test runs on BROWSER_IN_MAKE_TEST alone (pytest_configure), and the
-    predictions' test on that same notebook."""
+    predictions' test on that same notebook, and every doctor test that runs a job (slow)
+    without a `rule` mark: the doctor's catalogue beyond one script per rule (other
+    real-code scripts, second examples)."""
     fast = _world_sizes_kept("fast", items)
     for item in items:
         graded = _grader_world_size(item)
@@ -125,6 +130,9 @@ def _mark_what_only_test_all_runs(items):
                 "::test_notebook_in_jupyterlab[" not in item.nodeid and \
                 f"::test_no_answer_on_the_page_before_the_pick[{BROWSER_IN_MAKE_TEST}]" \
                 not in item.nodeid:
+            item.add_marker("all_lane")
+        elif item.nodeid.startswith("tests/doctor/") and item.get_closest_marker("slow") \
+                and not item.get_closest_marker("rule"):
             item.add_marker("all_lane")
 
 

@@ -59,6 +59,7 @@ def test_strided_views_count_only_the_bytes_they_touch():
     assert len(report.findings) == 2, report.text()
 
 
+@pytest.mark.rule("buffer_freed", "both")
 @slow
 def test_a_send_buffer_freed_in_flight_is_named_and_does_not_crash_the_script():
     report = doctor("freed_send.py", 2)
@@ -68,6 +69,7 @@ def test_a_send_buffer_freed_in_flight_is_named_and_does_not_crash_the_script():
     assert doctor("freed_send_ok.py", 2).status == 0
 
 
+@pytest.mark.rule("not_contiguous", "both")
 @slow
 def test_a_non_contiguous_receive_is_one_problem_at_its_line():
     report = doctor("noncontiguous_recv.py", 2)
@@ -79,7 +81,9 @@ def test_a_non_contiguous_receive_is_one_problem_at_its_line():
 
 
 @slow
-@pytest.mark.parametrize("script", ["streams_side_read.py", "streams_wait_on_side.py"])
+@pytest.mark.parametrize("script", [
+    pytest.param("streams_side_read.py", marks=pytest.mark.rule("stream_race", "hazard")),
+    "streams_wait_on_side.py"])
 def test_a_received_buffer_used_on_a_stream_the_wait_did_not_order_is_named(script):
     report = doctor(f"gpu/{script}", 3)
     f = finding(report, "stream_race", {0, 1, 2}, at(f"gpu/{script}", "HAZARD"))
@@ -88,7 +92,9 @@ def test_a_received_buffer_used_on_a_stream_the_wait_did_not_order_is_named(scri
 
 
 @slow
-@pytest.mark.parametrize("script", ["streams_side_read_ok.py", "streams_wait_on_side_ok.py"])
+@pytest.mark.parametrize("script", [
+    pytest.param("streams_side_read_ok.py", marks=pytest.mark.rule("stream_race", "fixed")),
+    "streams_wait_on_side_ok.py"])
 def test_its_fixed_twins_are_clean(script):
     report = doctor(f"gpu/{script}", 3)
     assert report.status == 0 and not report.findings, report.text()

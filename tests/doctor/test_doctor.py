@@ -102,6 +102,7 @@ def test_a_hang_outside_any_call_ends_at_the_deadline():
     assert report.status == 1 and leftovers() == []
 
 
+@pytest.mark.rule("tag_mismatch", "hazard")
 def test_tag_mismatch_and_unmatched_receive_not_a_deadlock():
     report = doctor("lone.py", 3)
     finding(report, "tag_mismatch", {0, 2}, at("lone.py", "tag=0"), at("lone.py", "tag=1"))
@@ -109,6 +110,7 @@ def test_tag_mismatch_and_unmatched_receive_not_a_deadlock():
     assert "deadlock" not in report.kinds()
 
 
+@pytest.mark.rule("unmatched_send", "hazard")
 def test_self_send_and_receive():
     report = doctor("snippet1.py", 2)
     line = at("snippet1.py", "batch_isend_irecv")
@@ -125,6 +127,9 @@ def test_same_buffer_sent_and_received_with_a_barrier_for_a_wait():
             at("snippet2_ring.py", "dist.barrier()"))
 
 
+@pytest.mark.rule("unmatched_recv", "hazard")
+@pytest.mark.rule("buffer_in_flight", "hazard")
+@pytest.mark.rule("barrier_instead_of_wait", "hazard")
 def test_all_to_all_snippet():
     report = doctor("snippet3_all_to_all.py", 3)
     post = at("snippet3_all_to_all.py", "batch_isend_irecv")
@@ -134,6 +139,8 @@ def test_all_to_all_snippet():
     finding(report, "barrier_instead_of_wait", {0, 1, 2}, post)
 
 
+@pytest.mark.rule("size_mismatch", "hazard")
+@pytest.mark.rule("dtype_mismatch", "hazard")
 def test_size_and_dtype_mismatches():
     report = doctor("mismatch.py", 2, "--abort")
     finding(report, "size_mismatch", {0, 1}, at("mismatch.py", "torch.ones(10)"),
@@ -144,6 +151,8 @@ def test_size_and_dtype_mismatches():
     assert "SIGABRT" in smaller.gloo
 
 
+@pytest.mark.rule("partly_waited", "hazard")
+@pytest.mark.rule("unwaited", "hazard")
 def test_waits_and_buffers_in_flight():
     report = doctor("waiting.py", 2)
     first = at("waiting.py", "reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, a")
@@ -154,6 +163,8 @@ def test_waits_and_buffers_in_flight():
     finding(report, "unwaited", {0, 1}, at("waiting.py", "dist.isend(e"))
 
 
+@pytest.mark.rule("nccl_first_batch", "hazard")
+@pytest.mark.rule("any_source", "hazard")
 def test_nccl_only_problems_are_predicted_and_labelled():
     report = doctor("nccl_only.py", 3)
     assert all(f.nccl_only for f in report.findings) and report.status == 1
@@ -171,8 +182,12 @@ def test_the_tutorial_ring_only_warns_about_nccl_and_is_still_wrong():
     assert "rank 0 result: [3.0, 3.0, 3.0]" not in report.outputs[0].stdout
 
 
-@pytest.mark.parametrize("script, nproc", [("lesson_ring.py", 4), ("pipeline_1f1b.py", 4),
-                                           ("ring_attention.py", 4), ("all_to_all.py", 3)])
+# all_to_all.py: the fixed twin of snippet3_all_to_all.py (test_all_to_all_snippet), and the
+# nearest of an any-source receive's (every source named)
+@pytest.mark.parametrize("script, nproc", [
+    ("lesson_ring.py", 4), ("pipeline_1f1b.py", 4), ("ring_attention.py", 4),
+    pytest.param("all_to_all.py", 3, marks=[pytest.mark.rule(kind, "fixed") for kind in (
+        "unmatched_recv", "buffer_in_flight", "barrier_instead_of_wait", "any_source")])])
 def test_correct_scripts_get_no_diagnosis(script, nproc):
     report = doctor(script, nproc)
     assert report.findings == [] and report.status == 0, report.text()

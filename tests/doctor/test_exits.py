@@ -97,6 +97,7 @@ def test_a_group_made_and_never_used_is_not_a_clean_bill():
     assert met.status == 0 and met.verdict() == CLEAN, met.text()
 
 
+@pytest.mark.rule("exit_2", "hazard")
 def test_a_deadline_shorter_than_start_up_says_so():
     """7 s leaves the job 1 s before stopping begins: torchrun alone takes longer to start
     (the command line refuses a --deadline under 15 s; Python's API does not)."""
@@ -124,6 +125,7 @@ def test_a_job_stopped_at_its_deadline_says_after_how_many_calls():
     assert ended.status == 0 and ended.verdict() == CLEAN, ended.text()
 
 
+@pytest.mark.rule("exit_130", "hazard")
 def test_ctrl_c_stops_the_job_in_one_line_with_exit_130():
     """SIGINT to the doctor's process group, as a terminal's Ctrl-C sends it, while the job
     runs (sleeper.py hangs until the deadline): one line, exit 130, no process left."""

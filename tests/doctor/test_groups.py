@@ -40,6 +40,10 @@ def clean(report) -> None:
     assert CLEAN in report.text() and "not modelled: the script made other" not in report.text()
 
 
+@pytest.mark.rule("size_mismatch", "fixed")
+@pytest.mark.rule("dtype_mismatch", "fixed")
+@pytest.mark.rule("group_mismatch", "fixed")
+@pytest.mark.rule("communicator_order", "fixed")
 @pytest.mark.parametrize("nproc", over_sizes(2, 3, 4))
 def test_metadata_on_a_cpu_group_and_tensors_on_the_device_group_is_clean(nproc):
     """The tensors' isends are posted before the metadata: matched per group, no size
@@ -50,6 +54,7 @@ def test_metadata_on_a_cpu_group_and_tensors_on_the_device_group_is_clean(nproc)
     assert all(f"stage {r}: hidden sum" in report.outputs[r].stdout for r in range(nproc))
 
 
+@pytest.mark.rule("group_mismatch", "hazard")
 def test_a_tensor_received_on_the_wrong_group_is_named():
     script = SCRIPTS / "groups_wrong_group.py"
     report = doctor(script, 2)
@@ -60,6 +65,7 @@ def test_a_tensor_received_on_the_wrong_group_is_named():
     assert "deadlock" not in report.kinds() and report.status == 1, report.text()
 
 
+@pytest.mark.rule("communicator_order", "hazard")
 @pytest.mark.parametrize("nproc", over_sizes(2, 3, 4))
 def test_without_device_id_the_first_isend_waits_for_a_rank_in_a_cpu_recv(nproc):
     script = SCRIPTS / "groups_metadata_pipeline.py"

@@ -39,8 +39,10 @@ def only(report, kind):
 
 # hazard, ranks, kind, the line it names, words of its NCCL text, words of its source
 HAZARDS = [
-    ("works_unpacked.py", 2, "one_work_per_batch", "(send_req, recv_req) = exchange()",
-     "unpacking it into 2 names raises ValueError", "distributed_c10d.py batch_isend_irecv"),
+    pytest.param("works_unpacked.py", 2, "one_work_per_batch", "(send_req, recv_req) = exchange()",
+                 "unpacking it into 2 names raises ValueError",
+                 "distributed_c10d.py batch_isend_irecv",
+                 marks=pytest.mark.rule("one_work_per_batch", "hazard")),
     ("works_unpacked.py", 2, "one_work_per_batch", "works[1].wait()",
      "works[1] raises IndexError", "_coalescing_manager"),
     ("works_unpacked.py", 2, "one_work_per_batch", "zip(ops, works)",
@@ -49,15 +51,18 @@ HAZARDS = [
      "len() of the list is 1 there", "cm.works"),
     ("works_unpacked.py", 4, "one_work_per_batch", "(send_req, recv_req) = exchange()",
      "unpacking it into 2 names raises ValueError", "distributed_c10d.py batch_isend_irecv"),
-    ("ring_isend_first.py", 3, "lazy_communicators", "req = dist.isend(mine, right)",
-     "a hang at any message size", "ProcessGroupNCCL.cpp, pointToPoint"),
+    pytest.param("ring_isend_first.py", 3, "lazy_communicators", "req = dist.isend(mine, right)",
+                 "a hang at any message size", "ProcessGroupNCCL.cpp, pointToPoint",
+                 marks=pytest.mark.rule("lazy_communicators", "hazard")),
     ("ring_isend_first.py", 4, "lazy_communicators", "req = dist.isend(mine, right)",
      "2-rank communicator for each pair", "getKeySendRecv"),
-    ("tags_out_of_order.py", 2, "tags_ignored_on_nccl", "tag=2)",
-     "NCCL ignores tags and pairs in order", "tag"),
-    ("eager_ring_isend_first.py", 3, "ungrouped_exchange", "req = dist.isend(mine, right)",
-     "with device_id every point-to-point op of a rank runs on the group's one communicator",
-     "eager_connect_single_device"),
+    pytest.param("tags_out_of_order.py", 2, "tags_ignored_on_nccl", "tag=2)",
+                 "NCCL ignores tags and pairs in order", "tag",
+                 marks=pytest.mark.rule("tags_ignored_on_nccl", "hazard")),
+    pytest.param("eager_ring_isend_first.py", 3, "ungrouped_exchange",
+                 "req = dist.isend(mine, right)", "with device_id every point-to-point op of a "
+                 "rank runs on the group's one communicator", "eager_connect_single_device",
+                 marks=pytest.mark.rule("ungrouped_exchange", "hazard")),
 ]
 
 
@@ -95,10 +100,15 @@ def test_a_ring_of_isends_at_two_ranks_meets_its_pair():
 
 
 # every fixed twin at 2, 3 and 4 ranks: a clean bill must not depend on the world size
-# (make test: at 3, tests/doctor/sweeps.py)
-FIXED = [(script, n) for script in ("works_loop.py", "works_relative.py", "ring_batched.py",
-                                     "tags_in_order.py", "eager_ring_batched.py")
-         for n in (2, 3, 4)]
+# (make test: at 3, tests/doctor/sweeps.py), and the rules each is make test's twin for (the
+# nearest twin where a rule has none of its own: every rank's first call is its batch, tags
+# that match; works_relative.py is a second example)
+TWIN_OF = {"works_loop.py": ("one_work_per_batch",), "works_relative.py": (),
+           "ring_batched.py": ("lazy_communicators", "nccl_first_batch"),
+           "tags_in_order.py": ("tags_ignored_on_nccl", "tag_mismatch"),
+           "eager_ring_batched.py": ("ungrouped_exchange",)}
+FIXED = [pytest.param(script, n, marks=[pytest.mark.rule(kind, "fixed") for kind in kinds])
+         for script, kinds in TWIN_OF.items() for n in (2, 3, 4)]
 
 
 @pytest.mark.parametrize("script, nproc", over_sizes(*FIXED))

@@ -34,6 +34,7 @@ def test_torch_pipelining_schedules_are_clean_and_their_batches_recorded(args):
     assert ("CUDA mapped onto the CPU" in report.text()) == ("--cuda" in args)
 
 
+@pytest.mark.rule("real_code", "fixed")
 @pytest.mark.parametrize("nproc", over_sizes(2, 3, 4))
 def test_megatron_style_neighbour_exchange_is_clean(nproc):
     report = doctor(MEGATRON, nproc)
@@ -42,6 +43,7 @@ def test_megatron_style_neighbour_exchange_is_clean(nproc):
     assert "the script asked for nccl and CUDA: run on gloo" in report.text()
 
 
+@pytest.mark.rule("real_code", "hazard")
 def test_megatron_style_gradient_sent_to_the_wrong_neighbour_is_named():
     """send_backward posts the gradient as tensor_send_next: at 3 stages the previous stage
     waits for a gradient that went the other way (at 2, next and previous are the same)."""

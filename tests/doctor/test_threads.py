@@ -30,6 +30,7 @@ def doctor(script, nproc: int):
     return report
 
 
+@pytest.mark.rule("deadlock", "hazard")
 @pytest.mark.parametrize("nproc", over_sizes(2, 3))
 def test_a_threads_ring_of_sends_is_a_deadlock_at_the_threads_line(nproc):
     script = SCRIPTS / "thread_ring.py"
@@ -40,6 +41,7 @@ def test_a_threads_ring_of_sends_is_a_deadlock_at_the_threads_line(nproc):
     assert {w for _, w in deadlocks[0].where} == {at(script, "dist.send(mine")}, report.text()
 
 
+@pytest.mark.rule("deadlock", "fixed")
 @pytest.mark.parametrize("nproc", over_sizes(2, 3))
 def test_the_same_exchange_batched_in_the_thread_is_clean_and_recorded(nproc):
     script = SCRIPTS / "thread_ring_batched.py"

@@ -87,6 +87,7 @@ def line_of(script: str, text: str) -> str:
 
 
 
+@pytest.mark.rule("same_gpu", "hazard")
 @pytest.mark.slow
 @pytest.mark.parametrize("nproc", over_sizes(2, 3, 4))
 def test_ranks_on_one_gpu_are_named_at_their_first_nccl_call(nproc):
@@ -101,14 +102,16 @@ def test_ranks_on_one_gpu_are_named_at_their_first_nccl_call(nproc):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("nproc, args", over_sizes((2, ()), (3, ()), (4, ()),
-                                                   (3, ("--device-id",))))
-def test_set_device_or_device_id_gets_a_clean_bill(nproc, args):
+@pytest.mark.parametrize("args, nproc", over_sizes(
+    ((), 2), pytest.param((), 3, marks=pytest.mark.rule("same_gpu", "fixed")), ((), 4),
+    (("--device-id",), 3)))
+def test_set_device_or_device_id_gets_a_clean_bill(args, nproc):
     report = doctor("gpu/no_set_device_fixed.py", nproc, *args)
     assert report.status == 0 and not report.problems, report.text()
     assert CLEAN in report.text()
 
 
+@pytest.mark.rule("polled_not_waited", "hazard")
 @pytest.mark.slow
 def test_a_polling_loop_is_said_as_such_with_no_injected_exception():
     report = doctor("polling_forever.py", 2)
@@ -121,6 +124,9 @@ def test_a_polling_loop_is_said_as_such_with_no_injected_exception():
     assert report.status == 1
 
 
+@pytest.mark.rule("polled_not_waited", "fixed")
+@pytest.mark.rule("unwaited", "fixed")
+@pytest.mark.rule("partly_waited", "fixed")
 @pytest.mark.slow
 def test_polling_then_waiting_gets_a_clean_bill():
     report = doctor("polling_then_wait.py", 2)
@@ -129,8 +135,9 @@ def test_polling_then_waiting_gets_a_clean_bill():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("script, kind, words", [
-    ("python_error_self.py", "self", "send"),
-    ("python_error_op.py", "call_failed", "P2POp.__new__")])
+    pytest.param("python_error_self.py", "self", "send", marks=pytest.mark.rule("self", "hazard")),
+    pytest.param("python_error_op.py", "call_failed", "P2POp.__new__",
+                 marks=pytest.mark.rule("call_failed", "hazard"))])
 def test_an_error_raised_in_torchs_python_is_the_same_on_nccl_and_one_problem(script, kind,
                                                                                words):
     report = doctor(script, 2)
@@ -144,7 +151,12 @@ def test_an_error_raised_in_torchs_python_is_the_same_on_nccl_and_one_problem(sc
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("script", ["python_error_self.py", "python_error_op.py"])
+# python_error_self.py --fixed sends to the peer: also the nearest twin of a send that
+# nothing receives (snippet1.py's send to itself)
+@pytest.mark.parametrize("script", [
+    pytest.param("python_error_self.py", marks=[pytest.mark.rule("self", "fixed"),
+                                                pytest.mark.rule("unmatched_send", "fixed")]),
+    pytest.param("python_error_op.py", marks=pytest.mark.rule("call_failed", "fixed"))])
 def test_the_twins_of_torchs_python_errors_get_a_clean_bill(script):
     report = doctor(script, 2, "--fixed")
     assert report.status == 0 and not report.problems, report.text()
