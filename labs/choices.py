@@ -1,4 +1,4 @@
-"""best_all_reduce's saved choices: measured once per machine, kept in a file, reused.
+"""best_all_reduce's saved choices: measured per machine, kept in a file, confirmed on use.
 
 As autotuners do (FFTW's wisdom, Triton's autotune cache), the duel between gloo's own
 all_reduce and the model's pick runs once per (machine, world size, size class), and its
@@ -7,13 +7,17 @@ verdict is saved to a small JSON file the learner can read and delete:
     .p2p-cache/best_all_reduce.json      (at the top of the course; git ignores the folder)
     P2P_COURSE_BEST_CACHE=/some/file     another file (the tests use a temporary one)
 
-A duel is a sequence of interleaved pairs (the two calls back to back after a barrier, the
-slowest rank's time), BATCH at a time, until the verdict is certain: the ratio of the two
-lower quartiles lies, at CONFIDENCE (pairs resampled), wholly MARGIN below 1 (the pick
-wins), or wholly above 1 - MARGIN (gloo's all_reduce). No verdict after MAX_PAIRS: gloo's
-all_reduce, the default whenever the evidence is not there. Every rank takes rank 0's
+The duel's rule and its error bound are labs/duel.py's (the typical call, back to back and
+single, a pick must win both; a false win at most ALPHA = 1% over all its looks); here its
+pairs are measured on the ranks, the slowest rank's time, and every rank takes rank 0's
 decision (a broadcast): a rank that chose differently would wait forever in another
 algorithm's messages.
+
+A verdict kept in a file is a constant measured under the load of its day (saved with it:
+`load`, next to the machine's CPU count and torch version). So a saved pick is confirmed
+on first use in each new process (labs.duel.holds, CONFIRM_PAIRS pairs per mode): one that
+holds is noted in LOG ("confirmed"); one that loses is measured again by a full duel, saved
+over ("re-measured"). A saved "gloo's all_reduce" is used as it is: it is the default.
 """
 from __future__ import annotations
 
@@ -22,26 +26,23 @@ import json
 import os
 import platform
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
+from labs import duel
+from labs.duel import (ALPHA, BATCH, MARGIN, MAX_PAIRS, MIN_PAIRS, Pairs,  # noqa: F401
+                       Verdict, verdict)
 from labs.harness.ranks import measure, tracing
 from labs.plans import ALGORITHMS, LIBRARY, Model, choose_plan, run_algorithm
 
 CACHE_ENV = "P2P_COURSE_BEST_CACHE"     # P2P_COURSE_*: launch forwards it to the workers
 DEFAULT_CACHE = Path(__file__).resolve().parent.parent / ".p2p-cache" / "best_all_reduce.json"
-FORMAT = 1
+FORMAT = 2           # 1: verdicts on lower quartiles, a per-look interval; measured again
 CLASSES = [1 << k for k in range(10, 25, 2)]      # 1 KiB, 4 KiB, ..., 16 MiB: powers of 4
 OPTIONS = (LIBRARY, *ALGORITHMS)                  # what a decision can be, by index
-
-BATCH = 5            # pairs per look at the evidence
-MIN_PAIRS = 15       # no verdict on fewer
-MAX_PAIRS = 45       # then gloo's all_reduce, for want of evidence
-MARGIN = 0.10        # the pick must be at least 10% faster in the typical pair
-CONFIDENCE = 0.99    # two-sided, per look
 
 
 def _where():
@@ -83,6 +84,11 @@ def load(path) -> tuple[dict, str | None]:
         return {"ranks": {}}, None
     try:
         data = json.loads(path.read_text())
+        if isinstance(data, dict) and data.get("format") == 1:
+            return {"ranks": {}}, (f"best_all_reduce: ignoring {shown(path)}: made by an "
+                                   f"older duel (lower quartiles, no correction for its "
+                                   f"repeated looks); measuring again, the file will be "
+                                   f"replaced")
         if data.get("format") != FORMAT or not isinstance(data.get("ranks"), dict):
             raise ValueError(f"not a format-{FORMAT} choices file")
     except (OSError, ValueError, AttributeError) as exc:
@@ -130,101 +136,81 @@ def save(path, ranks: int, key: str, value) -> None:
     os.replace(tmp, path)
 
 
-# ---- The duel's statistics -------------------------------------------------------------
+# ---- The duel on these ranks: pairs measured, rank 0's word (the statistics: labs.duel) ----
 
-def lower_quartile(times) -> float:
-    """The calls that did not wait for a CPU core: on a loaded machine a call's time jumps
-    by milliseconds whenever one of its ranks waits, and the median may land on the jump."""
-    s = sorted(times)
-    return s[(len(s) - 1) // 4]
-
-
-def bounds(pick: list, gloo: list, resamples=2000) -> tuple[float, float]:
-    """A CONFIDENCE interval of lower_quartile(pick) / lower_quartile(gloo): the pairs
-    resampled with replacement (a pair stays a pair: the two calls shared the moment). A
-    fixed seed: the same data gives the same interval on every rank and every run."""
-    n = len(pick)
-    rows = torch.randint(n, (resamples, n), generator=torch.Generator().manual_seed(0))
-    k = (n - 1) // 4 + 1
-    lq = [torch.tensor(t, dtype=torch.float64)[rows].kthvalue(k, dim=1).values
-          for t in (pick, gloo)]
-    tail = (1 - CONFIDENCE) / 2
-    ratios = lq[0] / lq[1]
-    return ratios.quantile(tail).item(), ratios.quantile(1 - tail).item()
+def _timed(call, calls: int) -> float:
+    """Seconds per call of `calls` calls back to back, started after a barrier."""
+    dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        call()
+    return (time.perf_counter() - t0) / calls
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """One duel's outcome, as saved: what best_all_reduce runs at this size class."""
-
-    runs: str                 # LIBRARY or one of ALGORITHMS
-    challenger: str           # the model's pick that faced gloo
-    pairs: int
-    ratio: float              # lower quartiles, challenger / gloo (< 1: challenger faster)
-    ratio_low: float          # its CONFIDENCE interval
-    ratio_high: float
-    gloo_ms: float            # lower quartiles
-    challenger_ms: float
-    why: str
-
-
-def verdict(pick: list, gloo: list, challenger: str, final: bool) -> Verdict | None:
-    """The verdict the pairs so far support, or None (measure more). The challenger wins
-    if the whole interval of its lower quartile over gloo's lies MARGIN below 1 and it was
-    faster in most pairs; gloo, if the interval lies above 1 - MARGIN. `final`: no more
-    pairs will come, so no verdict yet means gloo's all_reduce, the default."""
-    n = len(pick)
-    lq_pick, lq_gloo = lower_quartile(pick), lower_quartile(gloo)
-    low, high = bounds(pick, gloo)
-    stats = dict(challenger=challenger, pairs=n, ratio=lq_pick / lq_gloo, ratio_low=low,
-                 ratio_high=high, gloo_ms=lq_gloo * 1e3, challenger_ms=lq_pick * 1e3)
-    wins = sum(p < g for p, g in zip(pick, gloo))
-    if n >= MIN_PAIRS and high < 1 - MARGIN and 2 * wins > n:
-        return Verdict(challenger, why=f"{challenger} faster by more than {MARGIN:.0%}, "
-                       f"{CONFIDENCE:.0%} interval {low:.2f}-{high:.2f}", **stats)
-    if n >= MIN_PAIRS and low > 1 - MARGIN:
-        return Verdict(LIBRARY, why=f"{challenger} surely not {MARGIN:.0%} faster, "
-                       f"{CONFIDENCE:.0%} interval {low:.2f}-{high:.2f}", **stats)
-    if final:
-        return Verdict(LIBRARY, why=f"no verdict after {n} pairs (interval {low:.2f}-"
-                       f"{high:.2f}): the library by default", **stats)
-    return None
+def pairs_on_ranks(pick, gloo, first: int, count: int) -> dict:
+    """Pairs `first`..`first + count - 1` of each mode: {mode: ([pick s], [gloo s])}, the
+    slowest rank's times (the same on every rank); the order of each pair from
+    duel.pick_first, so that neither call always runs right after the other's messages."""
+    local = []
+    for i in range(first, first + count):
+        for mode in duel.MODES:
+            calls = duel.BURST if mode == "back-to-back" else 1
+            order = (pick, gloo) if duel.pick_first(i, mode) else (gloo, pick)
+            took = {id(c): _timed(c, calls) for c in order}
+            local += [took[id(pick)], took[id(gloo)]]
+    slowest = torch.tensor(local, dtype=torch.float64).view(count, len(duel.MODES), 2)
+    dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+    return {m: (slowest[:, k, 0].tolist(), slowest[:, k, 1].tolist())
+            for k, m in enumerate(duel.MODES)}
 
 
-def duel(world_size: int, nbytes: int, model: Model) -> Verdict:
-    """A collective: gloo's all_reduce against the model's pick on `nbytes`, in interleaved
-    pairs until `verdict` has one. Every rank returns rank 0's verdict."""
+def _calls(world_size, nbytes, challenger):
     work = torch.zeros(max(1, nbytes // 4))         # zeros: the sums stay zeros
-    challenger = choose_plan(world_size, work.nbytes, model)
-    calls = {LIBRARY: functools.partial(dist.all_reduce, work),
-             challenger: functools.partial(run_algorithm, challenger, work)}
-    pick, gloo = [], []
+    return (functools.partial(run_algorithm, challenger, work),
+            functools.partial(dist.all_reduce, work))
+
+
+def duel_on_ranks(world_size: int, nbytes: int, model: Model) -> Verdict:
+    """A collective: gloo's all_reduce against the model's pick on `nbytes`, BATCH pairs per
+    mode at a time until labs.duel has a verdict. Every rank returns rank 0's verdict,
+    with the machine's load at the time."""
+    challenger = choose_plan(world_size, max(1, nbytes // 4) * 4, model)
+    pick, gloo = _calls(world_size, nbytes, challenger)
     kept, tracing.TRACER.events = tracing.TRACER.events, []  # the caller's trace survives
     try:
-        return _pairs(calls, challenger, pick, gloo)
+        pairs_on_ranks(pick, gloo, -2, 2)                   # warm-up: not kept
+        return duel.run(lambda n: pairs_on_ranks(pick, gloo, n, duel.BATCH), challenger,
+                        _settle)
     finally:
         tracing.TRACER.events = kept
 
 
-def _pairs(calls, challenger, pick, gloo):
-    while True:
-        times = measure.time_on_ranks(calls, BATCH, warmup=0 if pick else 2)
-        pick += times[challenger]
-        gloo += times[LIBRARY]
-        found = verdict(pick, gloo, challenger, final=len(pick) >= MAX_PAIRS)
-        # the slowest rank's times are the same on every rank, and so is `found`; rank 0's
-        # word still decides, so that no rounding anywhere can split the ranks
-        stop = torch.tensor([found is not None], dtype=torch.int64)
-        dist.broadcast(stop, 0)
-        if stop.item():
-            return _agree(found)
-
-
-def _agree(found):
-    """Rank 0's verdict on every rank (its fields, one broadcast)."""
-    box = [asdict(found) if found is not None else None]
+def _settle(found):
+    """(stop, verdict): rank 0's word on every rank. The slowest rank's times are the same
+    everywhere, and so is `found`; rank 0 still decides, so that no rounding can split the
+    ranks (a rank in another algorithm would wait forever in its messages)."""
+    stop = torch.tensor([found is not None], dtype=torch.int64)
+    dist.broadcast(stop, 0)
+    if not stop.item():
+        return False, None
+    box = [asdict(replace(found, load=round(os.getloadavg()[0], 2)))]
     dist.broadcast_object_list(box, 0)
-    return Verdict(**box[0])
+    return True, Verdict(**box[0])
+
+
+def confirm_on_ranks(world_size: int, nbytes: int, runs: str) -> bool:
+    """A collective: a saved pick against gloo's all_reduce again, CONFIRM_PAIRS pairs per
+    mode (labs.duel.holds); rank 0's word. A few calls: cheap next to a duel."""
+    pick, gloo = _calls(world_size, nbytes, runs)
+    kept, tracing.TRACER.events = tracing.TRACER.events, []
+    try:
+        pairs_on_ranks(pick, gloo, -1, 1)
+        got = pairs_on_ranks(pick, gloo, 0, duel.CONFIRM_PAIRS)
+    finally:
+        tracing.TRACER.events = kept
+    ok = torch.tensor([duel.holds({m: duel.Pairs(*got[m]) for m in duel.MODES})])
+    dist.broadcast(ok, 0)
+    return bool(ok.item())
 
 
 # ---- The decisions: in memory, in the file, or measured now -------------------------------
@@ -247,17 +233,23 @@ def decided(world_size: int, nbytes: int) -> str:
 
 
 def _decide(world_size, cls, path):
+    """Rank 0 reads the file; gloo's all_reduce saved: used as it is; a pick saved: confirmed
+    here first (a few pairs), measured again if it loses; nothing saved: the duel, now."""
     entry = _saved(path).get(str(world_size), {}).get(label(cls)) \
         if dist.get_rank() == 0 else None
     code = torch.tensor([OPTIONS.index(entry["runs"]) if _valid(entry) else -1])
     dist.broadcast(code, 0)
-    if code.item() >= 0:
+    saved = OPTIONS[code.item()] if code.item() >= 0 else None
+    if saved == LIBRARY:
         LOG.append((world_size, cls, "saved"))
-        return OPTIONS[code.item()]
-    found = duel(world_size, cls, model_for(world_size, path))
+        return saved
+    if saved is not None and confirm_on_ranks(world_size, cls, saved):
+        LOG.append((world_size, cls, "confirmed"))
+        return saved
+    found = duel_on_ranks(world_size, cls, model_for(world_size, path))
     if dist.get_rank() == 0:
         keep(path, world_size, label(cls), asdict(found))
-    LOG.append((world_size, cls, "measured"))
+    LOG.append((world_size, cls, "re-measured" if saved else "measured"))
     return found.runs
 
 
@@ -328,7 +320,7 @@ def calibrate(sizes=CLASSES) -> dict:
     path = Path(where)
     model, out = model_for(p, path, refit=True), {}
     for cls in sorted({size_class(n) for n in sizes}):
-        out[cls] = found = duel(p, cls, model)
+        out[cls] = found = duel_on_ranks(p, cls, model)
         if dist.get_rank() == 0:
             keep(path, p, label(cls), asdict(found))
         _DECIDED[(where, p, cls)] = found.runs
