@@ -75,17 +75,14 @@ def bench_algorithms(world_sizes=(2, 4), sizes=None, names=None, reps=45, warmup
     # the ratio of a call to itself is what this run's noise alone makes of a ratio
     names = ["all_reduce", AGAIN] + names
     env = {choices.CACHE_ENV: str(cache)} if cache else {}
-    print(f"best_all_reduce's choices: {choices.shown(cache or choices.cache_path())}")
+    if "best" in names:
+        print(f"best_all_reduce's choices: {choices.shown(cache or choices.cache_path())}")
     rows = []
     with tqdm(total=len(world_sizes) * len(sizes), desc="algorithms vs all_reduce",
               unit="size", disable=not progress) as bar:
         for world_size in world_sizes:
-            if calibrate:
-                launch(algorithms.calibrate_here, world_size, args=(sizes,), timeout=900,
-                       quiet=True, env=env)
-            decided = {n: (what, "measured" if calibrate else source) for n, what, source in
-                       launch(algorithms.decide_sizes, world_size, args=(sizes,), timeout=900,
-                              quiet=True, env=env)[0]}
+            decided = _decisions(world_size, sizes, env, calibrate) if "best" in names \
+                else {n: ("-", "not timed") for n in sizes}
             for nbytes in sizes:
                 bar.set_postfix_str(f"{world_size} ranks, {format_size(nbytes)}")
                 rows.append(_row(world_size, nbytes, names, reps, warmup, decided, env,
@@ -95,6 +92,16 @@ def bench_algorithms(world_sizes=(2, 4), sizes=None, names=None, reps=45, warmup
     if out:
         save_results(rows, names, out)
     return rows
+
+
+def _decisions(world_size, sizes, env, calibrate) -> dict:
+    """{nbytes: (what best_all_reduce runs, where that came from)}, on fresh workers."""
+    if calibrate:
+        launch(algorithms.calibrate_here, world_size, args=(sizes,), timeout=900, quiet=True,
+               env=env)
+    return {n: (what, "measured" if calibrate else source) for n, what, source in
+            launch(algorithms.decide_sizes, world_size, args=(sizes,), timeout=900,
+                   quiet=True, env=env)[0]}
 
 
 def ratio(samples, name, base="all_reduce") -> float:
