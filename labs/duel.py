@@ -109,8 +109,8 @@ def verdict(modes: dict, challenger: str, final: bool) -> Verdict | None:
     bound = f"false-win bound {ALPHA:.0%} over {LOOKS} looks"
     if n >= MIN_PAIRS and all(wins[m] >= need and ratios[m] < 1 - MARGIN for m in MODES):
         return Verdict(challenger, why=f"{challenger} faster by more than {MARGIN:.0%} in "
-                       f"both modes: won {min(wins.values())}/{n} pairs or more, {need} "
-                       f"needed ({bound})", **stats)
+                       f"both modes: won {stats['wins']} pairs, {need} needed in each "
+                       f"({bound})", **stats)
     lost = [m for m in MODES if n - wins[m] >= need]
     if n >= MIN_PAIRS and lost:
         return Verdict(LIBRARY, why=f"{challenger} surely not {MARGIN:.0%} faster "
