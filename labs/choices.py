@@ -68,6 +68,12 @@ def machine() -> dict:
             "platform": platform.platform(), "backend": "gloo"}
 
 
+def load_now() -> float:
+    """The machine's 1-minute load average (runnable processes), -1 where the OS has none:
+    the condition a verdict is measured under, saved with it."""
+    return round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else -1.0
+
+
 def size_class(nbytes: int) -> int:
     """The power of 4 nearest to `nbytes` on a log scale, within CLASSES."""
     e = max(nbytes, 1).bit_length() - 1            # 2^e <= nbytes < 2^(e+1)
@@ -148,8 +154,8 @@ def _timed(call, calls: int) -> float:
 
 
 def pairs_on_ranks(pick, gloo, first: int, count: int) -> dict:
-    """Pairs `first`..`first + count - 1` of each mode: {mode: ([pick s], [gloo s])}, the
-    slowest rank's times (the same on every rank); the order of each pair from
+    """Pairs `first`..`first + count - 1` of each mode: {mode: duel.Pairs}, the slowest
+    rank's times (the same on every rank); the order of each pair from
     duel.pick_first, so that neither call always runs right after the other's messages."""
     local = []
     for i in range(first, first + count):
@@ -160,7 +166,7 @@ def pairs_on_ranks(pick, gloo, first: int, count: int) -> dict:
             local += [took[id(pick)], took[id(gloo)]]
     slowest = torch.tensor(local, dtype=torch.float64).view(count, len(duel.MODES), 2)
     dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
-    return {m: (slowest[:, k, 0].tolist(), slowest[:, k, 1].tolist())
+    return {m: duel.Pairs(slowest[:, k, 0].tolist(), slowest[:, k, 1].tolist())
             for k, m in enumerate(duel.MODES)}
 
 
@@ -193,7 +199,7 @@ def _settle(found):
     dist.broadcast(stop, 0)
     if not stop.item():
         return False, None
-    box = [asdict(replace(found, load=round(os.getloadavg()[0], 2)))]
+    box = [asdict(replace(found, load=load_now()))]
     dist.broadcast_object_list(box, 0)
     return True, Verdict(**box[0])
 
@@ -208,7 +214,7 @@ def confirm_on_ranks(world_size: int, nbytes: int, runs: str) -> bool:
         got = pairs_on_ranks(pick, gloo, 0, duel.CONFIRM_PAIRS)
     finally:
         tracing.TRACER.events = kept
-    ok = torch.tensor([duel.holds({m: duel.Pairs(*got[m]) for m in duel.MODES})])
+    ok = torch.tensor([duel.holds(got)])
     dist.broadcast(ok, 0)
     return bool(ok.item())
 

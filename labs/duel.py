@@ -122,14 +122,14 @@ def verdict(modes: dict, challenger: str, final: bool) -> Verdict | None:
 
 
 def run(next_batch, challenger: str, settle=None) -> Verdict:
-    """The sequential duel: `next_batch(pairs so far)` -> {mode: ([pick], [gloo])} adds BATCH
-    pairs per mode; `verdict` looks after each batch. `settle(found)` -> (stop, verdict)
+    """The sequential duel: `next_batch(pairs so far)` -> {mode: Pairs} adds BATCH pairs per
+    mode; `verdict` looks after each batch. `settle(found)` -> (stop, verdict)
     makes every rank agree (labs.choices: rank 0's word); None: as found (a simulation)."""
     modes = {m: Pairs() for m in MODES}
     while True:
-        for mode, (pick, gloo) in next_batch(len(modes[MODES[0]].pick)).items():
-            modes[mode].pick += pick
-            modes[mode].gloo += gloo
+        for mode, new in next_batch(len(modes[MODES[0]].pick)).items():
+            modes[mode].pick += new.pick
+            modes[mode].gloo += new.gloo
         found = verdict(modes, challenger, final=len(modes[MODES[0]].pick) >= MAX_PAIRS)
         stop, found = settle(found) if settle else (found is not None, found)
         if stop:

@@ -68,8 +68,9 @@ class Rate:
 def one_duel(challenger: Caller, rng) -> duel.Verdict:
     """One sequential duel, its pairs drawn from `challenger` and GLOO."""
     def next_batch(_):
-        return {m: ([challenger.timed(rng, m) for _ in range(duel.BATCH)],
-                    [GLOO.timed(rng, m) for _ in range(duel.BATCH)]) for m in duel.MODES}
+        return {m: duel.Pairs([challenger.timed(rng, m) for _ in range(duel.BATCH)],
+                              [GLOO.timed(rng, m) for _ in range(duel.BATCH)])
+                for m in duel.MODES}
     return duel.run(next_batch, "challenger")
 
 
