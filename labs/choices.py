@@ -32,9 +32,9 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from labs import duel
-from labs.duel import (ALPHA, BATCH, MARGIN, MAX_PAIRS, MIN_PAIRS, Pairs,  # noqa: F401
-                       Verdict, verdict)
+from labs.duel import (ALPHA, BATCH, BURST, CONFIRM_PAIRS, MARGIN, MAX_PAIRS,  # noqa: F401
+                       MIN_PAIRS, MODES, Pairs, Verdict, holds, pick_first, verdict)
+from labs.duel import run as sequential
 from labs.harness.ranks import measure, tracing
 from labs.plans import ALGORITHMS, LIBRARY, Model, choose_plan, run_algorithm
 
@@ -144,6 +144,32 @@ def save(path, ranks: int, key: str, value) -> None:
 
 # ---- The duel on these ranks: pairs measured, rank 0's word (the statistics: labs.duel) ----
 
+def duel(world_size: int, nbytes: int, model: Model) -> Verdict:
+    """A collective: gloo's all_reduce against the model's pick on `nbytes`, BATCH pairs per
+    mode at a time until labs.duel has a verdict. Every rank returns rank 0's verdict,
+    with the machine's load at the time."""
+    work = torch.zeros(max(1, nbytes // 4))         # zeros: the sums stay zeros
+    challenger = choose_plan(world_size, work.nbytes, model)
+    pick = functools.partial(run_algorithm, challenger, work)
+    gloo = functools.partial(dist.all_reduce, work)
+
+    def settle(found):
+        # every rank computes the same `found` from the same slowest-rank times; rank 0's
+        # word still decides, so that no rounding can split the ranks (a rank in another
+        # algorithm would wait forever in its messages): a flag, then the verdict once
+        stop = torch.tensor([found is not None], dtype=torch.int64)
+        dist.broadcast(stop, 0)
+        return (True, _agree(found and replace(found, load=load_now()))) if stop.item() \
+            else (False, None)
+
+    kept, tracing.TRACER.events = tracing.TRACER.events, []  # the caller's trace survives
+    try:
+        _pairs(pick, gloo, -2, 2)                               # warm-up: not kept
+        return sequential(lambda n: _pairs(pick, gloo, n, BATCH), challenger, settle)
+    finally:
+        tracing.TRACER.events = kept
+
+
 def _timed(call, calls: int) -> float:
     """Seconds per call of `calls` calls back to back, started after a barrier."""
     dist.barrier()
@@ -153,70 +179,42 @@ def _timed(call, calls: int) -> float:
     return (time.perf_counter() - t0) / calls
 
 
-def pairs_on_ranks(pick, gloo, first: int, count: int) -> dict:
-    """Pairs `first`..`first + count - 1` of each mode: {mode: duel.Pairs}, the slowest
-    rank's times (the same on every rank); the order of each pair from
-    duel.pick_first, so that neither call always runs right after the other's messages."""
+def _pairs(pick, gloo, first: int, count: int) -> dict:
+    """Pairs `first`..`first + count - 1` of each mode: {mode: Pairs}, the slowest rank's
+    times (the same on every rank); the order of each pair from labs.duel.pick_first, so
+    that neither call always runs right after the other's messages."""
     local = []
     for i in range(first, first + count):
-        for mode in duel.MODES:
-            calls = duel.BURST if mode == "back-to-back" else 1
-            order = (pick, gloo) if duel.pick_first(i, mode) else (gloo, pick)
+        for mode in MODES:
+            calls = BURST if mode == "back-to-back" else 1
+            order = (pick, gloo) if pick_first(i, mode) else (gloo, pick)
             took = {id(c): _timed(c, calls) for c in order}
             local += [took[id(pick)], took[id(gloo)]]
-    slowest = torch.tensor(local, dtype=torch.float64).view(count, len(duel.MODES), 2)
+    slowest = torch.tensor(local, dtype=torch.float64).view(count, len(MODES), 2)
     dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
-    return {m: duel.Pairs(slowest[:, k, 0].tolist(), slowest[:, k, 1].tolist())
-            for k, m in enumerate(duel.MODES)}
+    return {m: Pairs(slowest[:, k, 0].tolist(), slowest[:, k, 1].tolist())
+            for k, m in enumerate(MODES)}
 
 
-def _calls(world_size, nbytes, challenger):
-    work = torch.zeros(max(1, nbytes // 4))         # zeros: the sums stay zeros
-    return (functools.partial(run_algorithm, challenger, work),
-            functools.partial(dist.all_reduce, work))
-
-
-def duel_on_ranks(world_size: int, nbytes: int, model: Model) -> Verdict:
-    """A collective: gloo's all_reduce against the model's pick on `nbytes`, BATCH pairs per
-    mode at a time until labs.duel has a verdict. Every rank returns rank 0's verdict,
-    with the machine's load at the time."""
-    challenger = choose_plan(world_size, max(1, nbytes // 4) * 4, model)
-    pick, gloo = _calls(world_size, nbytes, challenger)
-    kept, tracing.TRACER.events = tracing.TRACER.events, []  # the caller's trace survives
-    try:
-        pairs_on_ranks(pick, gloo, -2, 2)                   # warm-up: not kept
-        return duel.run(lambda n: pairs_on_ranks(pick, gloo, n, duel.BATCH), challenger,
-                        _settle)
-    finally:
-        tracing.TRACER.events = kept
-
-
-def _settle(found):
-    """(stop, verdict): rank 0's word on every rank. The slowest rank's times are the same
-    everywhere, and so is `found`; rank 0 still decides, so that no rounding can split the
-    ranks (a rank in another algorithm would wait forever in its messages)."""
-    stop = torch.tensor([found is not None], dtype=torch.int64)
-    dist.broadcast(stop, 0)
-    if not stop.item():
-        return False, None
-    box = [asdict(replace(found, load=load_now()))]
+def _agree(value):
+    """Rank 0's `value` on every rank (one broadcast of the object)."""
+    box = [value]
     dist.broadcast_object_list(box, 0)
-    return True, Verdict(**box[0])
+    return box[0]
 
 
-def confirm_on_ranks(world_size: int, nbytes: int, runs: str) -> bool:
-    """A collective: a saved pick against gloo's all_reduce again, CONFIRM_PAIRS pairs per
-    mode (labs.duel.holds); rank 0's word. A few calls: cheap next to a duel."""
-    pick, gloo = _calls(world_size, nbytes, runs)
+def confirm(world_size: int, nbytes: int, runs: str) -> bool:
+    """A collective: a saved pick against gloo's all_reduce (run_algorithm's LIBRARY) again,
+    CONFIRM_PAIRS pairs per mode, labs.duel.holds; rank 0's word. Cheap next to a duel."""
+    work = torch.zeros(max(1, nbytes // 4))
+    pick = functools.partial(run_algorithm, runs, work)
+    gloo = functools.partial(run_algorithm, LIBRARY, work)
     kept, tracing.TRACER.events = tracing.TRACER.events, []
     try:
-        pairs_on_ranks(pick, gloo, -1, 1)
-        got = pairs_on_ranks(pick, gloo, 0, duel.CONFIRM_PAIRS)
+        _pairs(pick, gloo, -1, 1)                               # warm-up: not kept
+        return bool(_agree(holds(_pairs(pick, gloo, 0, CONFIRM_PAIRS))))
     finally:
         tracing.TRACER.events = kept
-    ok = torch.tensor([duel.holds(got)])
-    dist.broadcast(ok, 0)
-    return bool(ok.item())
 
 
 # ---- The decisions: in memory, in the file, or measured now -------------------------------
@@ -249,10 +247,10 @@ def _decide(world_size, cls, path):
     if saved == LIBRARY:
         LOG.append((world_size, cls, "saved"))
         return saved
-    if saved is not None and confirm_on_ranks(world_size, cls, saved):
+    if saved is not None and confirm(world_size, cls, saved):
         LOG.append((world_size, cls, "confirmed"))
         return saved
-    found = duel_on_ranks(world_size, cls, model_for(world_size, path))
+    found = duel(world_size, cls, model_for(world_size, path))
     if dist.get_rank() == 0:
         keep(path, world_size, label(cls), asdict(found))
     LOG.append((world_size, cls, "re-measured" if saved else "measured"))
@@ -326,7 +324,7 @@ def calibrate(sizes=CLASSES) -> dict:
     path = Path(where)
     model, out = model_for(p, path, refit=True), {}
     for cls in sorted({size_class(n) for n in sizes}):
-        out[cls] = found = duel_on_ranks(p, cls, model)
+        out[cls] = found = duel(p, cls, model)
         if dist.get_rank() == 0:
             keep(path, p, label(cls), asdict(found))
         _DECIDED[(where, p, cls)] = found.runs
