@@ -163,8 +163,9 @@ def best_all_reduce(tensor):
     shape, numel, dtype, world size; a non-contiguous tensor through a contiguous copy
     written back. Runs what labs.choices decided for this world size and size class: the
     model's pick where a duel measured it clearly faster than gloo's own all_reduce, else
-    gloo's. Decided once per machine (saved in .p2p-cache/best_all_reduce.json), the same
-    on every rank; the first call at a new size class reads the file or runs the duel."""
+    gloo's. Decided per machine (saved in .p2p-cache/best_all_reduce.json), the same on
+    every rank; the first call at a size class in a process reads the file (a saved pick
+    is confirmed by a few pairs first, measured again if it loses) or runs the duel."""
     p = dist.get_world_size()
     if p == 1 or tensor.numel() == 0:       # every rank has the same numel: all return
         return tensor

@@ -1,4 +1,4 @@
-"""best_all_reduce's saved choices: measured once per machine, kept in a file, reused.
+"""best_all_reduce's saved choices: measured per machine, kept in a file, confirmed on use.
 
 As autotuners do (FFTW's wisdom, Triton's autotune cache), the duel between gloo's own
 all_reduce and the model's pick runs once per (machine, world size, size class), and its
@@ -7,13 +7,17 @@ verdict is saved to a small JSON file the learner can read and delete:
     .p2p-cache/best_all_reduce.json      (at the top of the course; git ignores the folder)
     P2P_COURSE_BEST_CACHE=/some/file     another file (the tests use a temporary one)
 
-A duel is a sequence of interleaved pairs (the two calls back to back after a barrier, the
-slowest rank's time), BATCH at a time, until the verdict is certain: the ratio of the two
-lower quartiles lies, at CONFIDENCE (pairs resampled), wholly MARGIN below 1 (the pick
-wins), or wholly above 1 - MARGIN (gloo's all_reduce). No verdict after MAX_PAIRS: gloo's
-all_reduce, the default whenever the evidence is not there. Every rank takes rank 0's
+The duel's rule and its error bound are labs/duel.py's (the typical call, back to back and
+single, a pick must win both; a false win at most ALPHA = 1% over all its looks); here its
+pairs are measured on the ranks, the slowest rank's time, and every rank takes rank 0's
 decision (a broadcast): a rank that chose differently would wait forever in another
 algorithm's messages.
+
+A verdict kept in a file is a constant measured under the load of its day (saved with it:
+`load`, next to the machine's CPU count and torch version). So a saved pick is confirmed
+on first use in each new process (labs.duel.holds, CONFIRM_PAIRS pairs per mode): one that
+holds is noted in LOG ("confirmed"); one that loses is measured again by a full duel, saved
+over ("re-measured"). A saved "gloo's all_reduce" is used as it is: it is the default.
 """
 from __future__ import annotations
 
@@ -22,26 +26,23 @@ import json
 import os
 import platform
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
+from labs.duel import (ALPHA, BATCH, BURST, CONFIRM_PAIRS, MARGIN, MAX_PAIRS,  # noqa: F401
+                       MIN_PAIRS, MODES, Pairs, Verdict, holds, pick_first, verdict)
+from labs.duel import run as sequential
 from labs.harness.ranks import measure, tracing
 from labs.plans import ALGORITHMS, LIBRARY, Model, choose_plan, run_algorithm
 
 CACHE_ENV = "P2P_COURSE_BEST_CACHE"     # P2P_COURSE_*: launch forwards it to the workers
 DEFAULT_CACHE = Path(__file__).resolve().parent.parent / ".p2p-cache" / "best_all_reduce.json"
-FORMAT = 1
+FORMAT = 2           # 1: verdicts on lower quartiles, a per-look interval; measured again
 CLASSES = [1 << k for k in range(10, 25, 2)]      # 1 KiB, 4 KiB, ..., 16 MiB: powers of 4
 OPTIONS = (LIBRARY, *ALGORITHMS)                  # what a decision can be, by index
-
-BATCH = 5            # pairs per look at the evidence
-MIN_PAIRS = 15       # no verdict on fewer
-MAX_PAIRS = 45       # then gloo's all_reduce, for want of evidence
-MARGIN = 0.10        # the pick must be at least 10% faster in the typical pair
-CONFIDENCE = 0.99    # two-sided, per look
 
 
 def _where():
@@ -67,6 +68,12 @@ def machine() -> dict:
             "platform": platform.platform(), "backend": "gloo"}
 
 
+def load_now() -> float:
+    """The machine's 1-minute load average (runnable processes), -1 where the OS has none:
+    the condition a verdict is measured under, saved with it."""
+    return round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else -1.0
+
+
 def size_class(nbytes: int) -> int:
     """The power of 4 nearest to `nbytes` on a log scale, within CLASSES."""
     e = max(nbytes, 1).bit_length() - 1            # 2^e <= nbytes < 2^(e+1)
@@ -83,6 +90,11 @@ def load(path) -> tuple[dict, str | None]:
         return {"ranks": {}}, None
     try:
         data = json.loads(path.read_text())
+        if isinstance(data, dict) and data.get("format") == 1:
+            return {"ranks": {}}, (f"best_all_reduce: ignoring {shown(path)}: made by an "
+                                   f"older duel (lower quartiles, no correction for its "
+                                   f"repeated looks); measuring again, the file will be "
+                                   f"replaced")
         if data.get("format") != FORMAT or not isinstance(data.get("ranks"), dict):
             raise ValueError(f"not a format-{FORMAT} choices file")
     except (OSError, ValueError, AttributeError) as exc:
@@ -130,101 +142,79 @@ def save(path, ranks: int, key: str, value) -> None:
     os.replace(tmp, path)
 
 
-# ---- The duel's statistics -------------------------------------------------------------
-
-def lower_quartile(times) -> float:
-    """The calls that did not wait for a CPU core: on a loaded machine a call's time jumps
-    by milliseconds whenever one of its ranks waits, and the median may land on the jump."""
-    s = sorted(times)
-    return s[(len(s) - 1) // 4]
-
-
-def bounds(pick: list, gloo: list, resamples=2000) -> tuple[float, float]:
-    """A CONFIDENCE interval of lower_quartile(pick) / lower_quartile(gloo): the pairs
-    resampled with replacement (a pair stays a pair: the two calls shared the moment). A
-    fixed seed: the same data gives the same interval on every rank and every run."""
-    n = len(pick)
-    rows = torch.randint(n, (resamples, n), generator=torch.Generator().manual_seed(0))
-    k = (n - 1) // 4 + 1
-    lq = [torch.tensor(t, dtype=torch.float64)[rows].kthvalue(k, dim=1).values
-          for t in (pick, gloo)]
-    tail = (1 - CONFIDENCE) / 2
-    ratios = lq[0] / lq[1]
-    return ratios.quantile(tail).item(), ratios.quantile(1 - tail).item()
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """One duel's outcome, as saved: what best_all_reduce runs at this size class."""
-
-    runs: str                 # LIBRARY or one of ALGORITHMS
-    challenger: str           # the model's pick that faced gloo
-    pairs: int
-    ratio: float              # lower quartiles, challenger / gloo (< 1: challenger faster)
-    ratio_low: float          # its CONFIDENCE interval
-    ratio_high: float
-    gloo_ms: float            # lower quartiles
-    challenger_ms: float
-    why: str
-
-
-def verdict(pick: list, gloo: list, challenger: str, final: bool) -> Verdict | None:
-    """The verdict the pairs so far support, or None (measure more). The challenger wins
-    if the whole interval of its lower quartile over gloo's lies MARGIN below 1 and it was
-    faster in most pairs; gloo, if the interval lies above 1 - MARGIN. `final`: no more
-    pairs will come, so no verdict yet means gloo's all_reduce, the default."""
-    n = len(pick)
-    lq_pick, lq_gloo = lower_quartile(pick), lower_quartile(gloo)
-    low, high = bounds(pick, gloo)
-    stats = dict(challenger=challenger, pairs=n, ratio=lq_pick / lq_gloo, ratio_low=low,
-                 ratio_high=high, gloo_ms=lq_gloo * 1e3, challenger_ms=lq_pick * 1e3)
-    wins = sum(p < g for p, g in zip(pick, gloo))
-    if n >= MIN_PAIRS and high < 1 - MARGIN and 2 * wins > n:
-        return Verdict(challenger, why=f"{challenger} faster by more than {MARGIN:.0%}, "
-                       f"{CONFIDENCE:.0%} interval {low:.2f}-{high:.2f}", **stats)
-    if n >= MIN_PAIRS and low > 1 - MARGIN:
-        return Verdict(LIBRARY, why=f"{challenger} surely not {MARGIN:.0%} faster, "
-                       f"{CONFIDENCE:.0%} interval {low:.2f}-{high:.2f}", **stats)
-    if final:
-        return Verdict(LIBRARY, why=f"no verdict after {n} pairs (interval {low:.2f}-"
-                       f"{high:.2f}): the library by default", **stats)
-    return None
-
+# ---- The duel on these ranks: pairs measured, rank 0's word (the statistics: labs.duel) ----
 
 def duel(world_size: int, nbytes: int, model: Model) -> Verdict:
-    """A collective: gloo's all_reduce against the model's pick on `nbytes`, in interleaved
-    pairs until `verdict` has one. Every rank returns rank 0's verdict."""
+    """A collective: gloo's all_reduce against the model's pick on `nbytes`, BATCH pairs per
+    mode at a time until labs.duel has a verdict. Every rank returns rank 0's verdict,
+    with the machine's load at the time."""
     work = torch.zeros(max(1, nbytes // 4))         # zeros: the sums stay zeros
     challenger = choose_plan(world_size, work.nbytes, model)
-    calls = {LIBRARY: functools.partial(dist.all_reduce, work),
-             challenger: functools.partial(run_algorithm, challenger, work)}
-    pick, gloo = [], []
+    pick = functools.partial(run_algorithm, challenger, work)
+    gloo = functools.partial(dist.all_reduce, work)
+
+    def settle(found):
+        # every rank computes the same `found` from the same slowest-rank times; rank 0's
+        # word still decides, so that no rounding can split the ranks (a rank in another
+        # algorithm would wait forever in its messages): a flag, then the verdict once
+        stop = torch.tensor([found is not None], dtype=torch.int64)
+        dist.broadcast(stop, 0)
+        return (True, _agree(found and replace(found, load=load_now()))) if stop.item() \
+            else (False, None)
+
     kept, tracing.TRACER.events = tracing.TRACER.events, []  # the caller's trace survives
     try:
-        return _pairs(calls, challenger, pick, gloo)
+        _pairs(pick, gloo, -2, 2)                               # warm-up: not kept
+        return sequential(lambda n: _pairs(pick, gloo, n, BATCH), challenger, settle)
     finally:
         tracing.TRACER.events = kept
 
 
-def _pairs(calls, challenger, pick, gloo):
-    while True:
-        times = measure.time_on_ranks(calls, BATCH, warmup=0 if pick else 2)
-        pick += times[challenger]
-        gloo += times[LIBRARY]
-        found = verdict(pick, gloo, challenger, final=len(pick) >= MAX_PAIRS)
-        # the slowest rank's times are the same on every rank, and so is `found`; rank 0's
-        # word still decides, so that no rounding anywhere can split the ranks
-        stop = torch.tensor([found is not None], dtype=torch.int64)
-        dist.broadcast(stop, 0)
-        if stop.item():
-            return _agree(found)
+def _timed(call, calls: int) -> float:
+    """Seconds per call of `calls` calls back to back, started after a barrier."""
+    dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        call()
+    return (time.perf_counter() - t0) / calls
 
 
-def _agree(found):
-    """Rank 0's verdict on every rank (its fields, one broadcast)."""
-    box = [asdict(found) if found is not None else None]
+def _pairs(pick, gloo, first: int, count: int) -> dict:
+    """Pairs `first`..`first + count - 1` of each mode: {mode: Pairs}, the slowest rank's
+    times (the same on every rank); the order of each pair from labs.duel.pick_first, so
+    that neither call always runs right after the other's messages."""
+    local = []
+    for i in range(first, first + count):
+        for mode in MODES:
+            calls = BURST if mode == "back-to-back" else 1
+            order = (pick, gloo) if pick_first(i, mode) else (gloo, pick)
+            took = {id(c): _timed(c, calls) for c in order}
+            local += [took[id(pick)], took[id(gloo)]]
+    slowest = torch.tensor(local, dtype=torch.float64).view(count, len(MODES), 2)
+    dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+    return {m: Pairs(slowest[:, k, 0].tolist(), slowest[:, k, 1].tolist())
+            for k, m in enumerate(MODES)}
+
+
+def _agree(value):
+    """Rank 0's `value` on every rank (one broadcast of the object)."""
+    box = [value]
     dist.broadcast_object_list(box, 0)
-    return Verdict(**box[0])
+    return box[0]
+
+
+def confirm(world_size: int, nbytes: int, runs: str) -> bool:
+    """A collective: a saved pick against gloo's all_reduce (run_algorithm's LIBRARY) again,
+    CONFIRM_PAIRS pairs per mode, labs.duel.holds; rank 0's word. Cheap next to a duel."""
+    work = torch.zeros(max(1, nbytes // 4))
+    pick = functools.partial(run_algorithm, runs, work)
+    gloo = functools.partial(run_algorithm, LIBRARY, work)
+    kept, tracing.TRACER.events = tracing.TRACER.events, []
+    try:
+        _pairs(pick, gloo, -1, 1)                               # warm-up: not kept
+        return bool(_agree(holds(_pairs(pick, gloo, 0, CONFIRM_PAIRS))))
+    finally:
+        tracing.TRACER.events = kept
 
 
 # ---- The decisions: in memory, in the file, or measured now -------------------------------
@@ -247,17 +237,23 @@ def decided(world_size: int, nbytes: int) -> str:
 
 
 def _decide(world_size, cls, path):
+    """Rank 0 reads the file; gloo's all_reduce saved: used as it is; a pick saved: confirmed
+    here first (a few pairs), measured again if it loses; nothing saved: the duel, now."""
     entry = _saved(path).get(str(world_size), {}).get(label(cls)) \
         if dist.get_rank() == 0 else None
     code = torch.tensor([OPTIONS.index(entry["runs"]) if _valid(entry) else -1])
     dist.broadcast(code, 0)
-    if code.item() >= 0:
+    saved = OPTIONS[code.item()] if code.item() >= 0 else None
+    if saved == LIBRARY:
         LOG.append((world_size, cls, "saved"))
-        return OPTIONS[code.item()]
+        return saved
+    if saved is not None and confirm(world_size, cls, saved):
+        LOG.append((world_size, cls, "confirmed"))
+        return saved
     found = duel(world_size, cls, model_for(world_size, path))
     if dist.get_rank() == 0:
         keep(path, world_size, label(cls), asdict(found))
-    LOG.append((world_size, cls, "measured"))
+    LOG.append((world_size, cls, "re-measured" if saved else "measured"))
     return found.runs
 
 

@@ -4,13 +4,14 @@
     python -m labs.bench ring          # the course's ring all-reduces vs dist.all_reduce
     python -m labs.bench launch        # launch start-up: forkserver (the course) vs spawn
     python -m labs.bench algorithms    # lesson 10's all-reduces and best_all_reduce vs gloo
+    python -m labs.bench duel_error    # best_all_reduce's duel, simulated: how often it errs
 """
 from __future__ import annotations
 
 import argparse
 import sys
 
-from labs.bench import algorithms, launch_time, ring
+from labs.bench import algorithms, duel_error, launch_time, ring
 from labs.harness.ranks.measure import parse_size
 
 
@@ -54,6 +55,9 @@ def _add_algorithms(sub) -> None:
                    help="best_all_reduce's choices file (default .p2p-cache/best_all_reduce.json)")
     p.add_argument("--calibrate", action="store_true",
                    help="measure best_all_reduce's choices again before the timings")
+    p.add_argument("--back-to-back", type=int, default=1, metavar="N",
+                   help="time N calls back to back between barriers, as a training step's "
+                        "gradient buckets (default 1: single calls)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -67,6 +71,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--spawn-repeats", type=int, default=3)
     _add_ring(sub)
     _add_algorithms(sub)
+    p = sub.add_parser("duel_error", help="best_all_reduce's duel on simulated times: its "
+                                          "false-win rate (no workers)")
+    p.add_argument("--duels", type=int, default=2000, help="simulated duels per scenario")
+    p.add_argument("--seed", type=int, default=0)
     return parser
 
 
@@ -77,6 +85,9 @@ def main(argv=None):
     opts = parser().parse_args(argv)
     if opts.command == "launch":
         launch_time.bench_launch(opts.world_size, opts.repeats, opts.spawn_repeats)
+        return
+    if opts.command == "duel_error":
+        duel_error.print_rates(duel_error.rates(opts.duels, opts.seed))
         return
     world_sizes = [int(n) for n in _comma_list(opts.world_sizes)]
     sizes = [parse_size(s) for s in _comma_list(opts.sizes)]
@@ -91,6 +102,6 @@ def main(argv=None):
                            f"{', '.join(CALLS)}")
         algorithms.bench_algorithms(world_sizes, sizes, _comma_list(opts.names), opts.reps,
                                     opts.warmup, opts.out, not opts.no_progress, opts.cache,
-                                    opts.calibrate)
+                                    opts.calibrate, opts.back_to_back)
     else:
         parser().print_help()

@@ -297,7 +297,8 @@ def decide(world_size, sizes, path, show=True):
 
 
 def show_file(path):
-    """The file as best_all_reduce keeps it, one line per decision."""
+    """The file as best_all_reduce keeps it, one line per decision, with the load it was
+    made under (the machine's 1-minute load average)."""
     data, note = choices.load(path)
     print(note or f"machine: {choices._describe(data.get('machine'))}")
     for ranks, entries in sorted(data["ranks"].items()):
@@ -305,8 +306,18 @@ def show_file(path):
             if label == "model":
                 continue
             print(f"{ranks} ranks {label:>7}: runs {e['runs']:<16} {e['challenger']} / gloo "
-                  f"{e['ratio']:.2f} (99%: {e['ratio_low']:.2f}-{e['ratio_high']:.2f}), "
-                  f"{e['pairs']} pairs: {e['why']}")
+                  f"(medians) back to back {e['back_to_back']:.2f}, single "
+                  f"{e['single']:.2f}; {e['pairs']} pairs per mode, load {e['load']:.1f}: "
+                  f"{e['why']}")
+
+
+def simulated_duels(duels=300):
+    """The duel's rule on simulated pairs (labs.bench.duel_error): how often it picks a
+    challenger that is not faster, and one that is."""
+    from labs.bench import duel_error
+    rows = duel_error.rates(duels)
+    duel_error.print_rates(rows)
+    return rows
 
 
 def short_duels(world_size, nbytes, duels=5, pairs=9):
@@ -318,15 +329,16 @@ def short_duels(world_size, nbytes, duels=5, pairs=9):
         print(f"duel {k}: {pairs} pairs, gloo / gloo (medians) = {r:.2f}")
 
 
-def best_vs_gloo(world_size, sizes, path, reps=15):
-    """best_all_reduce against gloo and gloo against itself (the noise floor), lower
-    quartiles of `reps` interleaved repetitions, with the benchmark's verdict per size."""
-    from labs.bench.algorithms import AGAIN, print_table
+def best_vs_gloo(world_size, sizes, path, reps=45, burst=1):
+    """best_all_reduce against gloo and gloo against itself (the noise floor), medians of
+    `reps` interleaved repetitions (of `burst` calls back to back), with the benchmark's
+    verdict per size."""
+    from labs.bench.algorithms import AGAIN, print_table, time_back_to_back
     names = ["all_reduce", AGAIN, "best"]
-    measured = launch(lab.time_calls, world_size, args=(names, sizes, reps, 2), timeout=300,
-                      env={choices.CACHE_ENV: path})[0]
+    measured = launch(time_back_to_back, world_size, args=(names, sizes, reps, 2, burst),
+                      timeout=300, env={choices.CACHE_ENV: path})[0]
     decided = {n: (w, s) for n, w, s in decide(world_size, sizes, path, show=False)[0]}
     rows = [{"ranks": world_size, "bytes": n, "samples": measured[n], "choice": decided[n][0],
              "source": decided[n][1]} for n in sizes]
-    print_table(rows, names, reps)
+    print_table(rows, names, reps, burst)
     return rows

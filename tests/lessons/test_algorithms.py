@@ -308,12 +308,31 @@ def test_time_calls_and_the_bench_table(tmp_path):
                     "--out", str(tmp_path / "algorithms.png"), "--no-progress",
                     "--cache", str(cache)])
     text = out.getvalue()
-    row = re.search(r"^\s*2\s+4 KiB\s+[\d.]+\s+[\d.]+\s+[\d.]+.*\((saved|measured)\)\s+"
+    row = re.search(r"^\s*2\s+4 KiB\s+[\d.]+\s+[\d.]+\s+[\d.]+.*\(([a-z-]+)\)\s+"
                     r"(faster than gloo|SLOWER than gloo|within the noise)", text, re.M)
-    assert row and row.group(1) == "saved", text     # time_calls measured 4 KiB, and kept it
+    # time_calls measured 4 KiB and kept it: gloo's used as saved, a pick confirmed first
+    assert row and row.group(1) in ("saved", "confirmed", "re-measured"), text
     assert re.search(r"^\s*2\s+64 KiB.*\(measured\)", text, re.M), text
     assert "noise floor of this run: gloo against itself within" in text
+    assert "ratios of medians" in text and "single calls" in text
     assert (tmp_path / "algorithms.png").stat().st_size > 1000
+
+
+def test_the_bench_times_calls_back_to_back(tmp_path):
+    """--back-to-back N: each timing is N calls between two barriers, the time per call."""
+    import labs.bench.algorithms as bench_algorithms
+    names = ["all_reduce", "doubling"]
+    res = launch(bench_algorithms.time_back_to_back, 2, args=(names, [4096], 5, 1, 3),
+                 timeout=60, quiet=True)
+    assert res[0] == res[1] and all(len(v) == 5 and min(v) > 0 for v in res[0][4096].values())
+    import labs.bench as bench
+    out = io.StringIO()
+    with redirect_stdout(out):
+        bench.main(["algorithms", "--world-sizes", "2", "--sizes", "4K", "--reps", "5",
+                    "--names", "doubling", "--back-to-back", "3", "--out", "",
+                    "--no-progress", "--cache", str(tmp_path / "choices.json")])
+    assert "repetitions of 3 calls back to back per timing" in out.getvalue()
+    assert not (tmp_path / "choices.json").exists()      # best not timed: nothing decided
 
 
 def test_tree_reduce_is_the_broadcast_tree_backwards():
