@@ -92,7 +92,11 @@ def test_halo_exchange(impl, world_size):
     script = script_of(impl)
     report = examine(Job(str(script), [], [f"--nproc-per-node={world_size}"], DEADLINE_S))
     where = script.relative_to(ROOT)
-    if report.status != 0:
+    # A script that finished without communicating (exit 2, nothing to check) is a method
+    # problem: the halo never travelled. The method check below says so.
+    silent = report.outcome is not None and report.outcome.returncode == 0 and \
+        not report.findings and not any(run.calls for run in report.runs.values())
+    if report.status != 0 and not silent:
         kinds = sorted({f.kind for f in report.findings})
         raise GradeFailure(
             f"halo_exchange on {world_size} ranks: the doctor reports "
