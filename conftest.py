@@ -13,10 +13,12 @@
 """
 import os
 import shutil
+import tempfile
 
 from xdist.scheduler import LoadFileScheduling
 
 from labs.harness.ranks.exercises import SOLUTIONS_ENV
+from tests.doctor.jobs import JOBS_ENV
 
 # Your own copies of the lessons (make lab) are yours, not the course's tests.
 collect_ignore = ["notebooks/yours"]
@@ -69,11 +71,22 @@ class _Scheduling:
 
 
 def pytest_configure(config):
+    # The session's doctor reports (tests/doctor/jobs.py), made by the controller before
+    # xdist starts its workers: they inherit the folder and share one run per job.
+    if not hasattr(config, "workerinput") and JOBS_ENV not in os.environ:
+        os.environ[JOBS_ENV] = config._p2p_doctor_jobs = tempfile.mkdtemp(prefix="p2p-jobs-")
     if config.getoption("--lane") == "test":
         # The browser test opens the notebooks it is given, before any test is selected.
         os.environ.setdefault(BROWSER_NOTEBOOKS_ENV, BROWSER_IN_MAKE_TEST)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_Scheduling(), "p2p-learner-runs-apart")
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "_p2p_doctor_jobs", None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop(JOBS_ENV, None)
 
 
 def pytest_addoption(parser):

@@ -6,7 +6,6 @@ One doctor run per script (module-scoped fixtures), shared by every assertion on
 """
 from __future__ import annotations
 
-import functools
 import subprocess
 import sys
 
@@ -15,6 +14,7 @@ import pytest
 from labs.doctor import CLEAN, Job, examine
 from labs.doctor.__main__ import split
 from labs.harness.commands.torchrun import ROOT, leftovers
+from tests.doctor.jobs import report_of
 
 pytestmark = pytest.mark.slow
 SCRIPTS = ROOT / "labs" / "scripts" / "doctor"
@@ -29,10 +29,8 @@ def at(script: str, text: str) -> str:
     return f"{SCRIPTS / script}:{found[0]}"
 
 
-@functools.cache
 def doctor(script: str, nproc: int, *args: str, deadline: float = DEADLINE):
-    report = examine(Job(str(SCRIPTS / script), list(args), [f"--nproc-per-node={nproc}"],
-                         deadline_s=deadline))
+    report = report_of(SCRIPTS / script, nproc, *args, deadline=deadline)
     assert not report.outcome.leftovers, report.outcome.leftovers
     assert report.outcome.seconds <= deadline, report.outcome.seconds
     return report

@@ -13,9 +13,10 @@ import time
 
 import pytest
 
-from labs.doctor import CLEAN, Job, examine
+from labs.doctor import CLEAN
 from labs.doctor.__main__ import INTERRUPTED
 from labs.harness.commands.torchrun import ROOT, _marked, leftovers
+from tests.doctor.jobs import report_of
 
 pytestmark = pytest.mark.slow
 SCRIPTS = ROOT / "labs" / "scripts" / "doctor"
@@ -23,8 +24,7 @@ DEADLINE = 90.0
 
 
 def doctor(script: str, nproc: int, *args: str, deadline: float = DEADLINE):
-    report = examine(Job(str(SCRIPTS / script), list(args), [f"--nproc-per-node={nproc}"],
-                         deadline_s=deadline))
+    report = report_of(SCRIPTS / script, nproc, *args, deadline=deadline)
     assert not report.outcome.leftovers, report.outcome.leftovers
     return report
 

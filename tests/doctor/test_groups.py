@@ -6,13 +6,13 @@ and barriers included) is predicted both ways, with and without device_id.
 """
 from __future__ import annotations
 
-import functools
 
 import pytest
 
-from labs.doctor import CLEAN, Job, examine
+from labs.doctor import CLEAN
 from labs.harness.commands.torchrun import ROOT
 from tests.doctor.sweeps import over_sizes
+from tests.doctor.jobs import report_of
 
 pytestmark = pytest.mark.slow
 SCRIPTS = ROOT / "labs" / "scripts" / "doctor"
@@ -27,10 +27,8 @@ def at(script, text: str) -> str:
     return f"{script}:{found[0]}"
 
 
-@functools.cache
 def doctor(script, nproc: int, *args: str):
-    report = examine(Job(str(script), list(args), [f"--nproc-per-node={nproc}"],
-                         deadline_s=DEADLINE))
+    report = report_of(script, nproc, *args, deadline=DEADLINE)
     assert not report.outcome.leftovers, report.outcome.leftovers
     return report
 

@@ -4,13 +4,13 @@ its fixed twin gets a clean bill (exit 0). One doctor run per script, shared.
 """
 from __future__ import annotations
 
-import functools
 
 import pytest
 
-from labs.doctor import CLEAN, Job, examine
+from labs.doctor import CLEAN
 from labs.harness.commands.torchrun import ROOT
 from tests.doctor.sweeps import over_sizes
+from tests.doctor.jobs import report_of
 
 pytestmark = pytest.mark.slow
 NCCL = ROOT / "labs" / "scripts" / "doctor" / "nccl"
@@ -24,9 +24,8 @@ def at(script, text: str) -> str:
     return f"{script}:{found[0]}"
 
 
-@functools.cache
 def doctor(script, nproc: int):
-    report = examine(Job(str(script), [], [f"--nproc-per-node={nproc}"], deadline_s=DEADLINE))
+    report = report_of(script, nproc, deadline=DEADLINE)
     assert not report.outcome.leftovers, report.outcome.leftovers
     return report
 

@@ -4,13 +4,13 @@ thread's line, and its fixed twin, batched in the same thread, gets a clean bill
 rank's calls in the record. Real torchrun jobs under the doctor."""
 from __future__ import annotations
 
-import functools
 
 import pytest
 
-from labs.doctor import CLEAN, Job, examine
+from labs.doctor import CLEAN
 from labs.harness.commands.torchrun import ROOT
 from tests.doctor.sweeps import over_sizes
+from tests.doctor.jobs import report_of
 
 pytestmark = pytest.mark.slow
 SCRIPTS = ROOT / "labs" / "scripts" / "doctor"
@@ -23,9 +23,8 @@ def at(script, text: str) -> str:
     return f"{script}:{found[0]}"
 
 
-@functools.cache
 def doctor(script, nproc: int):
-    report = examine(Job(str(script), [], [f"--nproc-per-node={nproc}"], deadline_s=90.0))
+    report = report_of(script, nproc, deadline=90.0)
     assert not report.outcome.leftovers, report.outcome.leftovers
     return report
 

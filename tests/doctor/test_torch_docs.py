@@ -9,17 +9,17 @@
 from __future__ import annotations
 
 import ast
-import functools
 import re
 
 import pytest
 import torch.distributed.distributed_c10d as c10d
 
-from labs.doctor import CLEAN, Job, examine
+from labs.doctor import CLEAN
 from labs.doctor.findings import LESSON
 from labs.doctor.torch_docs import APIS, NOTES, notes_of
 from labs.harness.commands.torchrun import ROOT
 from tests.doctor.sweeps import over_sizes
+from tests.doctor.jobs import report_of
 
 SCRIPTS = ROOT / "labs" / "scripts" / "doctor"
 DEADLINE = 90.0
@@ -73,10 +73,8 @@ def test_the_parser_sees_the_two_paragraphs_of_batch_isend_irecvs_note():
     assert len(found) == 2 and "set_device" in found[0] and "first collective" in found[1]
 
 
-@functools.cache
 def doctor(script: str, nproc: int, *args: str):
-    report = examine(Job(str(SCRIPTS / script), list(args), [f"--nproc-per-node={nproc}"],
-                         deadline_s=DEADLINE))
+    report = report_of(SCRIPTS / script, nproc, *args, deadline=DEADLINE)
     assert not report.outcome.leftovers, report.outcome.leftovers
     return report
 

@@ -4,14 +4,14 @@ per rank named "rank N", each op a complete event from post to completion with i
 bytes, dtype, tag, file:line and stream, waits, and problems as instant events."""
 from __future__ import annotations
 
-import functools
 import json
 
 import jsonschema
 import pytest
 
-from labs.doctor import Job, examine, trace
+from labs.doctor import trace
 from labs.harness.commands.torchrun import ROOT
+from tests.doctor.jobs import report_of
 
 pytestmark = pytest.mark.slow
 NCCL = ROOT / "labs" / "scripts" / "doctor" / "nccl"
@@ -40,10 +40,8 @@ SCHEMA = {"type": "object", "required": ["traceEvents"],
                          "displayTimeUnit": {"enum": ["ms", "ns"]}}}
 
 
-@functools.cache
 def loaded(script: str, nproc: int, folder) -> tuple:
-    report = examine(Job(str(NCCL / script), [], [f"--nproc-per-node={nproc}"],
-                         deadline_s=90.0))
+    report = report_of(NCCL / script, nproc, deadline=90.0)
     path = trace.save(report, folder / f"{script}.json")
     return report, json.loads(path.read_text())
 
