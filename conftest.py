@@ -35,9 +35,13 @@ os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
 
 # The work units that take longest, longest first: they start before everything else, so
 # that none of them is still running alone at the end. (xdist starts the files with the
-# most tests first; each of these is a unit of one to a few tests, measured by make test's
-# --durations: notebook 11's learner run about 80 s, make check end to end about 48 s.)
+# most tests first; each of these is a unit of one to a dozen tests, measured by --durations:
+# in make test-all the browser's predictions, one notebook after another in one JupyterLab,
+# about 400 s, and its Run All of every notebook about 250 s, set-up included; then, the
+# longest of make test, notebook 11's learner run about 80 s, make check end to end 48 s.)
 LONGEST_FIRST = (
+    "tests/browser/test_predictions.py",
+    "tests/browser/test_jupyterlab.py",
     "tests/notebooks/test_learner_run.py::test_runs_to_the_end_unsolved[11_your_own_job.ipynb]",
     "tests/harness/test_make_check.py",
 )
