@@ -2,7 +2,7 @@
 problem is reported with its rank(s), file:line and kind; correct scripts get no
 diagnosis; a hang is stopped within its deadline and nothing is left running.
 
-One doctor run per script (module-scoped fixtures), shared by every assertion on it.
+One doctor run per job in the session (tests/doctor/jobs.py), shared by every assertion on it.
 """
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 CPU and NCCL onto gloo inside the doctor's ranks only (labs/doctor/cuda.py); a call that
 cannot be mapped stops the run with exit 2, naming the call and its line.
 
-Real torchrun jobs (labs/scripts/doctor/gpu/), one doctor run per script and arguments,
-shared with tests/doctor/test_doctor.py's cache.
+Real torchrun jobs (labs/scripts/doctor/gpu/), one doctor run per script and arguments in
+the session (tests/doctor/jobs.py).
 """
 from __future__ import annotations
 
