@@ -120,3 +120,19 @@ def test_the_lessons_functions_found_in_the_course():
     found = lessons.scan()
     assert "ring_shift" in found["collectives"] and "snippet3_run" in found["snippets"]
     assert not {(m, name) for m, names in found.items() for name in names} & set(ALL)
+
+
+def test_every_body_the_catalogue_names_exists():
+    """A body renamed or moved without its catalogue line fails here, not in make test-all."""
+    import importlib
+
+    from tests.harness.catalogue.messages import BODIES
+    missing = []
+    for entry in catalogue.WRONG + catalogue.RIGHT:
+        module, name = entry[2].split(":")
+        if module == "scripts" or not name:       # whole files: lesson 12's scripts, a module
+            continue
+        if not hasattr(importlib.import_module(f"{BODIES}.{module}"), name):
+            missing.append(entry[2])
+    assert not missing, (f"the catalogue (tests/harness/catalogue/) names bodies that "
+                         f"tests/graders/bodies/ does not define: {missing[:5]}")
