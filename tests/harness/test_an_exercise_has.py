@@ -136,3 +136,12 @@ def test_every_body_the_catalogue_names_exists():
             missing.append(entry[2])
     assert not missing, (f"the catalogue (tests/harness/catalogue/) names bodies that "
                          f"tests/graders/bodies/ does not define: {missing[:5]}")
+
+
+def test_one_exercises_bodies_are_listed_together(capsys):
+    """`python -m tests.harness.catalogue ring.ring_all_reduce`: each at its file:line."""
+    from tests.harness.catalogue.__main__ import main
+    assert main(["ring.ring_all_reduce"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) > 5 and all("test_ring_all_reduce" in line for line in lines[:-1])
+    assert all((ROOT / line.split()[3].rsplit(":", 1)[0]).is_file() for line in lines[:-1])
