@@ -7,10 +7,14 @@ what to add where (README, "Adding an exercise"). The stub and its reference bod
 checked beside it (tests/harness/test_exercise_contract.py).
 """
 import ast
+import importlib
+import inspect
+import json
 import re
 
 import pytest
 
+from labs.harness.commands.rules import heading_text
 from labs.harness.grading import lessons
 from labs.harness.grading.methods import METHODS
 from tests import mutation
@@ -124,8 +128,6 @@ def test_the_lessons_functions_found_in_the_course():
 
 def test_every_body_the_catalogue_names_exists():
     """A body renamed or moved without its catalogue line fails here, not in make test-all."""
-    import importlib
-
     from tests.harness.catalogue.messages import BODIES
     missing = []
     for entry in catalogue.WRONG + catalogue.RIGHT:
@@ -145,3 +147,19 @@ def test_one_exercises_bodies_are_listed_together(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) > 5 and all("test_ring_all_reduce" in line for line in lines[:-1])
     assert all((ROOT / line.split()[3].rsplit(":", 1)[0]).is_file() for line in lines[:-1])
+
+
+@pytest.mark.parametrize("module, name", ALL, ids=IDS)
+def test_its_stub_points_at_a_section_that_exists(module, name):
+    """The stub's todo("notebook NN, '<heading>'") names a heading of that notebook: the
+    place an unsolved exercise sends you to, and where the notebook states its contract."""
+    stub = inspect.getsource(getattr(importlib.import_module(f"labs.{module}"), name))
+    where = re.search(r"todo\(\"notebook (\d\d),[^']*'([^']+)'\"\)", stub)
+    assert where, f"labs/{module}.py: {name} must raise todo(\"notebook NN, '<its heading>'\")"
+    notebook = next((ROOT / "notebooks").glob(f"{where[1]}_*.ipynb"))
+    headings = {heading_text(line) for cell in json.loads(notebook.read_text())["cells"]
+                if cell["cell_type"] == "markdown"
+                for line in "".join(cell["source"]).splitlines() if line.startswith("#")}
+    assert heading_text(where[2]) in headings, (
+        f"{notebook.name} has no heading '{where[2]}' (labs/{module}.py, {name}'s todo): add "
+        f"the exercise's section, `### {where[2]}`, with its contract and a launch_exercise cell")
