@@ -163,3 +163,20 @@ def test_its_stub_points_at_a_section_that_exists(module, name):
     assert heading_text(where[2]) in headings, (
         f"{notebook.name} has no heading '{where[2]}' (labs/{module}.py, {name}'s todo): add "
         f"the exercise's section, `### {where[2]}`, with its contract and a launch_exercise cell")
+
+
+@pytest.mark.parametrize("module, name", ALL, ids=IDS)
+def test_the_notebook_states_the_stubs_signature(module, name):
+    """The notebook's exercise section names the function as the stub defines it, same
+    parameters in the same order (the contract's prose is the notebook's and the docstring's,
+    each in its place; what a body is called with must be one thing)."""
+    notebook = next(lesson.notebook for lesson in course_lessons() if lesson.module == module)
+    text = "\n".join("".join(c["source"]) for c in json.loads(notebook.read_text())["cells"]
+                     if c["cell_type"] == "markdown")
+    stub = getattr(importlib.import_module(f"labs.{module}"), name)
+    params = list(inspect.signature(stub).parameters)
+    stated = [[p.split("=")[0].strip() for p in args.split(",") if p.strip()]
+              for args in re.findall(rf"`{name}\(([^`)]*)\)`", text)]
+    assert params in stated, (
+        f"{notebook.name} should name the exercise as `{name}({', '.join(params)})` "
+        f"(labs/{module}.py's stub); it says {['(' + ', '.join(s) + ')' for s in stated]}")
