@@ -23,7 +23,7 @@ from labs import ring  # noqa: F401 - the exercises' hints use ring.chunk_bounds
 from labs.collectives import p2p_broadcast, p2p_gather
 from labs.harness.commands import cli
 from labs.harness.ranks import measure, tracing
-from labs.harness.ranks.data import seeded
+from labs.harness.ranks.data import rounding_unit, seeded
 from labs.harness.ranks.exercises import exercise, todo
 from labs import choices
 from labs.plans import (ALGORITHMS, CLOSE_CALL, LIBRARY, Model, Step,  # noqa: F401
@@ -242,7 +242,7 @@ def compare(rank, world_size, names, cases, runs=None, seed=0):
         dist.all_reduce(expected)
         dist.all_reduce(magnitude)
         biggest = magnitude.max().item() if data.numel() else 0.0
-        allowed = {"int64": 0.0, "bfloat16": world_size * 2.0 ** -8 * biggest}.get(
+        allowed = {"int64": 0.0, "bfloat16": world_size * rounding_unit(torch.bfloat16) * biggest}.get(
             dtype, 1e-5 * max(biggest, 1.0))
         for name in names:
             got = data.clone()

@@ -29,7 +29,7 @@ import torch.distributed as dist
 
 from labs.harness.commands import cli
 from labs.harness.ranks.calls import SENDS
-from labs.harness.ranks.data import seeded
+from labs.harness.ranks.data import rounding_unit, seeded
 from labs.harness.ranks.exercises import exercise, todo
 from labs.harness.ranks.measure import time_on_ranks
 # The lesson's own measuring tools, for notebook 05 (`lab.ping_pong`): names it presents.
@@ -282,7 +282,7 @@ def compare_with_all_reduce(rank, world_size, variants, cases, seed=0, segment_b
                 "diff": _biggest(got.double() - expected.double()),
                 "err": _biggest(got.double() - exact),
                 "ref_err": _biggest(expected.double() - exact),
-                "bound": world_size * 2.0 ** -8 * _biggest(magnitude),
+                "bound": world_size * rounding_unit(torch.bfloat16) * _biggest(magnitude),
             }
     return out
 
@@ -311,7 +311,7 @@ def sample_variants(rank, world_size, variants, sizes, reps=5, warmup=1, dtype="
     """
     dt = DTYPES[dtype]
     tolerance = {"float32": 1e-4, "float64": 1e-10, "int64": 0.0,
-                 "bfloat16": world_size * world_size * 2.0 ** -8}[dtype]
+                 "bfloat16": world_size * world_size * rounding_unit(torch.bfloat16)}[dtype]
     g = torch.Generator().manual_seed(rank)
     results = {}
     for nbytes in sizes:

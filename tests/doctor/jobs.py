@@ -7,6 +7,7 @@ and several modules check the same scripts (a hazard named by one module, its tr
 groups by another). Across xdist workers the reports are pickled in the session's folder
 (conftest.py sets JOBS_ENV); a lock per job makes a second worker wait for the first's run
 instead of starting its own. Without the folder (a module run alone), one run per process.
+Also what the job tests share: the scripts' folders, a clean bill, a script's line by text.
 """
 from __future__ import annotations
 
@@ -17,11 +18,16 @@ import pickle
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from labs.harness import COURSE_ROOT as ROOT
+
 if TYPE_CHECKING:           # conftest.py imports JOBS_ENV: no doctor imports for every session
     from labs.doctor import Report
 
 JOBS_ENV = "P2P_COURSE_DOCTOR_JOBS"      # the session's folder of reports (conftest.py)
 _ran: dict[tuple, Report] = {}          # this process's reports, by job
+SCRIPTS = ROOT / "labs" / "scripts" / "doctor"
+NCCL = SCRIPTS / "nccl"
+DEADLINE = 90.0
 
 
 def report_of(script, nproc: int, *args: str, deadline: float = 90.0) -> Report:
@@ -50,3 +56,40 @@ def _shared(key: tuple) -> Report:
         saved.with_suffix(".part").write_bytes(pickle.dumps(report))
         saved.with_suffix(".part").rename(saved)
         return report
+
+
+def __getattr__(name: str):
+    """CLEAN, the doctor's clean-bill words, imported only when a test asks for them."""
+    if name == "CLEAN":
+        from labs.doctor import CLEAN
+        return CLEAN
+    raise AttributeError(name)
+
+
+def doctor(script, nproc: int, *args: str):
+    """The doctor's report on `script` under torchrun with `nproc` ranks; nothing left over."""
+    report = report_of(script, nproc, *args, deadline=DEADLINE)
+    assert not report.outcome.leftovers, report.outcome.leftovers
+    return report
+
+
+def at(script, text: str) -> str:
+    """"<script>:<line>" of the first line of `script` that holds `text`."""
+    lines = Path(script).read_text().splitlines()
+    found = [n for n, line in enumerate(lines, 1) if text in line]
+    assert found, f"{text!r} is not in {script}"
+    return f"{script}:{found[0]}"
+
+
+def clean(report) -> None:
+    """A clean bill: exit 0, no problem, and nothing the model left out."""
+    assert report.status == 0 and not report.problems, report.text()
+    from labs.doctor import CLEAN
+    assert CLEAN in report.text() and "not modelled: the script made other" not in report.text()
+
+
+def only(report, kind):
+    """The problems of `kind`, at least one."""
+    found = report.by_kind(kind)
+    assert found, f"no {kind}:\n{report.text()}"
+    return found

@@ -6,36 +6,12 @@ and barriers included) is predicted both ways, with and without device_id.
 """
 from __future__ import annotations
 
-
 import pytest
 
-from labs.doctor import CLEAN
-from labs.harness.commands.torchrun import ROOT
+from tests.doctor.jobs import NCCL, SCRIPTS, at, clean, doctor
 from tests.doctor.sweeps import over_sizes
-from tests.doctor.jobs import report_of
 
 pytestmark = pytest.mark.slow
-SCRIPTS = ROOT / "labs" / "scripts" / "doctor"
-NCCL = SCRIPTS / "nccl"
-DEADLINE = 90.0
-
-
-def at(script, text: str) -> str:
-    lines = script.read_text().splitlines()
-    found = [n for n, line in enumerate(lines, 1) if text in line]
-    assert found, f"{text!r} is not in {script}"
-    return f"{script}:{found[0]}"
-
-
-def doctor(script, nproc: int, *args: str):
-    report = report_of(script, nproc, *args, deadline=DEADLINE)
-    assert not report.outcome.leftovers, report.outcome.leftovers
-    return report
-
-
-def clean(report) -> None:
-    assert report.status == 0 and not report.problems, report.text()
-    assert CLEAN in report.text() and "not modelled: the script made other" not in report.text()
 
 
 @pytest.mark.rule("size_mismatch", "fixed")

@@ -4,36 +4,12 @@ its fixed twin gets a clean bill (exit 0). One doctor run per script, shared.
 """
 from __future__ import annotations
 
-
 import pytest
 
-from labs.doctor import CLEAN
-from labs.harness.commands.torchrun import ROOT
+from tests.doctor.jobs import CLEAN, NCCL, ROOT, at, doctor, only
 from tests.doctor.sweeps import over_sizes
-from tests.doctor.jobs import report_of
 
 pytestmark = pytest.mark.slow
-NCCL = ROOT / "labs" / "scripts" / "doctor" / "nccl"
-DEADLINE = 90.0
-
-
-def at(script, text: str) -> str:
-    lines = script.read_text().splitlines()
-    found = [n for n, line in enumerate(lines, 1) if text in line]
-    assert found, f"{text!r} is not in {script}"
-    return f"{script}:{found[0]}"
-
-
-def doctor(script, nproc: int):
-    report = report_of(script, nproc, deadline=DEADLINE)
-    assert not report.outcome.leftovers, report.outcome.leftovers
-    return report
-
-
-def only(report, kind):
-    found = report.by_kind(kind)
-    assert found, f"no {kind}:\n{report.text()}"
-    return found
 
 
 # hazard, ranks, kind, the line it names, words of its NCCL text, words of its source

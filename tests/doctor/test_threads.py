@@ -4,29 +4,12 @@ thread's line, and its fixed twin, batched in the same thread, gets a clean bill
 rank's calls in the record. Real torchrun jobs under the doctor."""
 from __future__ import annotations
 
-
 import pytest
 
-from labs.doctor import CLEAN
-from labs.harness.commands.torchrun import ROOT
+from tests.doctor.jobs import CLEAN, SCRIPTS, at, doctor
 from tests.doctor.sweeps import over_sizes
-from tests.doctor.jobs import report_of
 
 pytestmark = pytest.mark.slow
-SCRIPTS = ROOT / "labs" / "scripts" / "doctor"
-
-
-def at(script, text: str) -> str:
-    lines = script.read_text().splitlines()
-    found = [n for n, line in enumerate(lines, 1) if text in line]
-    assert found, f"{text!r} is not in {script}"
-    return f"{script}:{found[0]}"
-
-
-def doctor(script, nproc: int):
-    report = report_of(script, nproc, deadline=90.0)
-    assert not report.outcome.leftovers, report.outcome.leftovers
-    return report
 
 
 @pytest.mark.rule("deadlock", "hazard")

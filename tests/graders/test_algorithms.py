@@ -13,7 +13,7 @@ import torch
 from labs.harness.grading import (GradeFailure, call, check_close, check_p2p_only,
                                   check_same_on_every_rank,
                                   fail_if_any, grade, implementation, non_contiguous_case,
-                                  p2p_ops, seeded)
+                                  p2p_ops, seeded, rounding_unit)
 from labs.harness.grading.inputs import every_dtype
 
 DTYPES = ["float32", "float64", "bfloat16", "int64"]
@@ -23,7 +23,7 @@ OTHER_DTYPES = [str(d).removeprefix("torch.") for _, d in every_dtype([])
 SHAPES = [(), (0,), (1,), (3,), (2, 5), (257,)]
 CASES = [(dtype, shape) for dtype in DTYPES for shape in SHAPES]
 WORLD_SIZES = [1, 2, 3, 4, 5, 6, 7, 8]
-BF16_U = 2.0 ** -8     # bfloat16's rounding unit: n additions stay within n*u*sum|x|
+BF16_U = rounding_unit(torch.bfloat16)   # n additions stay within n*u*sum|x|
 
 
 # A large tensor too (4 MiB of float32): a body may keep the method for small ones only.

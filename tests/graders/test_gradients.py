@@ -23,7 +23,7 @@ from torch import nn
 from labs.gradients import plan_buckets
 from labs.harness.grading.graded import GradedBody
 from labs.harness.grading import (GradeFailure, call, check_close, check_one_batch,
-                                  check_p2p_only, grade, implementation, seeded)
+                                  check_p2p_only, grade, implementation, seeded, rounding_unit)
 from tests.graders.spy import spying
 
 # On Mixed: a bucket per parameter; 25 bytes, where a plan that counts the frozen or unused
@@ -277,7 +277,7 @@ def _check_means(results, world_size):
                     raise GradeFailure(f"{label}: rank {rank} set its grad to None; "
                                        f"expected the mean over ranks")
                 # Half precisions: a sum in another order, or divided first, rounds on the way
-                low = {torch.bfloat16: 2.0 ** -8, torch.float16: 2.0 ** -11}.get(exp.dtype)
+                low = rounding_unit(exp.dtype) if exp.dtype in (torch.bfloat16, torch.float16) else None
                 check_close(got[pname], exp, rank=rank, what=label,
                             **({"atol": 0, "rtol": (world_size + 2) * low} if low else {}))
                 reference = results[0][i][2][pname]

@@ -17,7 +17,7 @@ import torch.distributed as dist
 from labs.harness.grading import (GradeFailure, call, check_close, check_messages, check_p2p_only,
                                   check_same_on_every_rank,
                                   fail_if_any, grade, implementation, in_case,
-                                  non_contiguous_case, recording, seeded)
+                                  non_contiguous_case, recording, seeded, rounding_unit)
 from labs.ring import DTYPES, chunk_bounds
 
 SHAPES = [(), (0,), (1,), (2,), (3,), (7,), (3, 5), (2, 3, 4), (1, 1, 13), (257,), (4099,)]
@@ -46,7 +46,7 @@ def for_world(cases, world_size):
 # bfloat16 keeps 8 significant bits: every addition rounds with a relative error of at
 # most u = 2**-8. A sum over n ranks in any order (the ring's, gloo's, or once in float32)
 # is then within n * u * sum_i |x_i| of the exact sum, element by element.
-BF16_U = 2.0 ** -8
+BF16_U = rounding_unit(torch.bfloat16)   # n additions stay within n*u*sum|x|
 
 
 @pytest.mark.parametrize("world_size", WORLD_SIZES)

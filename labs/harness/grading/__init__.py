@@ -39,7 +39,8 @@ graders on wrong bodies generated from the references (tests/mutation.py).
 from labs.harness.grading.calls import WATCHED_LABEL, Call, call, in_case, recording, watched
 from labs.harness.grading.checks import (check_close, check_filled, check_fresh,
                                          check_returned_input, check_same_on_every_rank,
-                                         check_untouched, non_contiguous_case)
+                                         check_untouched, non_contiguous_case,
+                                         rounding_unit)
 from labs.harness.grading.method import (check_batched, check_messages, check_one_batch,
                                          check_overlap, check_p2p_only, check_peers,
                                          p2p_ops)
@@ -49,7 +50,7 @@ from labs.harness.grading.inputs import seeded
 
 __all__ = ["WATCHED_LABEL", "Call", "call", "in_case", "recording", "seeded", "watched", "check_close",
            "check_filled", "check_fresh", "non_contiguous_case", "check_returned_input", "check_untouched",
-           "check_same_on_every_rank",
+           "check_same_on_every_rank", "rounding_unit",
            "check_batched", "check_messages", "check_one_batch", "check_overlap",
            "check_p2p_only", "check_peers", "p2p_ops", "HANG_SECONDS",
            "GradeFailure", "fail_if_any", "grade", "implementation"]

@@ -10,11 +10,13 @@ from labs.harness.grading.buffers import same_bytes
 from labs.harness.grading.calls import Call, in_case
 from labs.harness.grading.inputs import seeded
 from labs.harness.grading.run import GradeFailure
+from labs.harness.ranks.data import rounding_unit  # noqa: F401 - the graders' name for it
 
 
 # float64 keeps 53 bits: sums in any order stay within ~1e-15 of each other, and a body
 # that adds through float32 (24 bits) is off by ~1e-7. Other floats: float32's tolerance.
 FLOAT64_TOL = 1e-12
+
 
 
 WORDS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}

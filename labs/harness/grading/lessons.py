@@ -3,14 +3,20 @@
 The lab modules hold, beside your exercises, the lessons' demonstrations: a correct ring shift
 (lesson 07), snippet 3 with its fixes (lesson 08), blocking exchanges, ... A body that calls
 one of them has its messages made by the course, not by the method it was asked to write.
-These are the lab modules' functions, as the course ships them, that call torch.distributed
-to communicate, less the helpers the reference solutions use (fold_in, chunk_bounds, ...:
-a learner may use them too). tests/harness/test_graders.py checks that the list below is
-what `scan()` finds in labs/, so it follows the course; your own helpers are never in it.
+
+Nothing lists them: `scan()` finds them in the lab modules as they are now. A lesson's
+function is one the course itself uses: the committed notebooks, the views, claims, doctor,
+benchmarks or tests name it (`lab.ring_shift`, `from labs.collectives import ring_shift`),
+or it is `demo` (`python -m labs.<m>`), or another such function of its module calls it.
+Of those, the ones that call torch.distributed to communicate, less the helpers the
+reference solutions import (fold_in, chunk_bounds, ...: a learner may use them too). A
+function you add to labs/<m>.py is named nowhere else, so it is never in the list; your
+exercises never are (a lesson's function that calls one does not make it the course's).
 """
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
 import re
@@ -18,41 +24,19 @@ from pathlib import Path
 
 from labs.harness import COURSE_ROOT
 
-LESSONS_FUNCTIONS = {
-    "algorithms": ("tree_reduce", "compare"),
-    "batching": ("anatomy", "validation_errors", "unchecked_peer", "ungrouped_exchange",
-                 "asymmetric_batch", "batch_on_gloo", "order_inside_batch", "fifo_same_pair",
-                 "tags_out_of_order", "subgroup_peers", "demo"),
-    "choices": ("duel", "_pairs", "_agree", "_decide", "model_for", "fit"),
-    "collectives": ("run_builtin", "ring_shift", "shift_by_all_gather", "uneven_all_to_all",
-                    "empty_batch"),
-    "deadlocks": ("head_to_head", "ring_of_blocking_sends", "unmatched_recv", "tag_mismatch",
-                  "mismatched_order", "send_to_self", "blocking_send_to_self", "_one_way",
-                  "timeout_closes_pair", "exchange_blocking", "demo"),
-    "gradients": ("average_gradients_all_reduce", "averaging_check"),
-    "jobs": ("work_objects", "overlap_timing", "_p2p_serial", "_all_reduce_step", "demo"),
-    "p2p": ("first_send", "nonblocking_pair", "completion_on_gloo", "touch_before_wait",
-            "read_before_wait", "rendezvous_send", "any_source", "demo"),
-    "patterns": ("blocking_send_forward_recv_backward", "blocking_send_backward_recv_forward",
-                 "parity_ordered_p2p", "ungrouped_send_forward_recv_backward",
-                 "ungrouped_send_backward_recv_forward", "run_1f1b", "object_messages"),
-    "playground": ("hello",),
-    "ring": ("naive_all_reduce", "pass_along_all_reduce", "all_reduce_builtin",
-             "compare_with_all_reduce", "sample_variants"),
-    "snippets": ("snippet1_as_written", "snippet1_with_fixes", "dropped_send",
-                 "ring_all_reduce_as_written", "same_buffer_slow_motion", "dropped_request",
-                 "average_gradients_as_written", "average_gradients_with_fixes", "snippet3_run"),
-    "waiting": ("barrier_is_not_wait", "reuse_after_recv_wait", "wait_twice", "racy_ring_shift",
-                "overlap_timing", "ring_matmul"),
-    "welcome": ("first_all_reduce", "head_to_head_send"),
-}
+_COMMUNICATES = re.compile(
+    r"\bdist\.(i?send|i?recv|batch_isend_irecv|P2POp|all_reduce|all_gather\w*|reduce_scatter\w*"
+    r"|broadcast\w*|all_to_all\w*|reduce|gather|scatter|send_object_list|recv_object_list)\b")
+# the course's own files that may name a lesson's function (never labs/<m>.py itself, which
+# you edit, nor notebooks/yours/)
+_USERS = ("labs/views", "labs/claims", "labs/doctor", "labs/bench", "labs/scripts", "tests")
 
 
 def codes() -> list:
     """The code objects of those functions, as the lab modules define them now (a module
     that does not import, one you are editing, has nothing a body could call)."""
     found = []
-    for module, names in LESSONS_FUNCTIONS.items():
+    for module, names in scan().items():
         try:
             namespace = vars(importlib.import_module(f"labs.{module}"))
         except Exception:  # noqa: BLE001 - a syntax error in another lesson is not this grade's
@@ -62,30 +46,85 @@ def codes() -> list:
     return found
 
 
-_COMMUNICATES = re.compile(
-    r"\bdist\.(i?send|i?recv|batch_isend_irecv|P2POp|all_reduce|all_gather\w*|reduce_scatter\w*"
-    r"|broadcast\w*|all_to_all\w*|reduce|gather|scatter|send_object_list|recv_object_list)\b")
-
-
-def scan(root: Path = COURSE_ROOT) -> dict[str, tuple[str, ...]]:
-    """What LESSONS_FUNCTIONS should be: every top-level function of labs/<lesson>.py that
-    is not an exercise, calls torch.distributed to communicate, and is not imported by a
-    reference solution."""
+def _solutions_use(root: Path) -> set[tuple[str, str]]:
+    """(module, name) of every lab function a reference solution imports."""
     used = set()
     for path in sorted((root / "solutions").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("labs."):
                 used |= {(node.module.split(".")[-1], alias.name) for alias in node.names}
+    return used
+
+
+@functools.lru_cache(maxsize=4)
+def _names_used(root: Path) -> dict[str, dict[str, set]]:
+    """Per course file, the names it uses after a prefix: `lab.x` or `<module>.x` (`lab`
+    stands for any module) and `from labs.<module> import x`."""
+    paths = sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))   # read as text: fast
+    paths += sorted(p for folder in _USERS for p in (root / folder).rglob("*.py"))
+    modules = sorted(p.stem for p in (root / "labs").glob("*.py"))
+    prefixed = re.compile(rf"\b({'|'.join(['lab', *modules])})\.([A-Za-z_]\w*)")
+    named = {}
+    for path in paths + sorted((root / "labs").glob("*.py")):
+        text = "\n".join(line for line in path.read_text(errors="replace").splitlines()
+                         if not line.lstrip().startswith('"image/'))    # a plot's base64
+        pairs = set(prefixed.findall(text))
+        for module, names in re.findall(r"from\s+labs\.(\w+)\s+import\s+(\([^)]*\)|[^\n]*)", text):
+            pairs |= {(module, name) for name in re.findall(r"\w+", names)}
+        by_prefix: dict[str, set] = {}
+        for prefix, name in pairs:
+            by_prefix.setdefault(prefix, set()).add(name)
+        named[path.stem if path.parent == root / "labs" else str(path)] = by_prefix
+    return named
+
+
+def _named_elsewhere(root: Path, module: str) -> set[str]:
+    """The names of labs/<module>.py's functions that another course file uses."""
+    return {name for where, by_prefix in _names_used(root).items() if where != module
+            for prefix in ("lab", module) for name in by_prefix.get(prefix, ())}
+
+
+def _courses(root: Path, module: str, tree: ast.Module,
+             functions: dict[str, ast.FunctionDef]) -> set[str]:
+    """The functions of the module the course uses: named elsewhere, or `demo`, or in the
+    module's own tables (`VARIANTS = {...: fn}`), or called by one of those (never through
+    an exercise: what it calls is yours)."""
+    elsewhere = _named_elsewhere(root, module)
+    tables = {getattr(node, "id", None) for statement in tree.body
+              if not isinstance(statement, (ast.FunctionDef, ast.ClassDef))
+              for node in ast.walk(statement)}
+    found = {n for n in functions if n == "demo" or n in elsewhere or n in tables}
+    todo = list(found)
+    while todo:
+        for node in ast.walk(functions[todo.pop()]):
+            callee = getattr(node, "id", None)
+            if callee in functions and callee not in found and not _is_exercise(functions[callee]):
+                found.add(callee)
+                todo.append(callee)
+    return found
+
+
+def _is_exercise(node: ast.FunctionDef) -> bool:
+    return any(getattr(d, "id", "") == "exercise" for d in node.decorator_list)
+
+
+@functools.lru_cache(maxsize=4)
+def scan(root: Path = COURSE_ROOT) -> dict[str, tuple[str, ...]]:
+    """Every lesson's function (above) of labs/<lesson>.py that is not an exercise, calls
+    torch.distributed to communicate, and is not imported by a reference solution."""
+    used = _solutions_use(root)
     found: dict[str, tuple[str, ...]] = {}
     for path in sorted((root / "labs").glob("*.py")):
         module, source = path.stem, path.read_text()
         if module in ("__init__", "plans"):          # plans.py is forbidden as a whole
             continue
-        names = tuple(
-            node.name for node in ast.parse(source).body
-            if isinstance(node, ast.FunctionDef) and (module, node.name) not in used
-            and not any(getattr(d, "id", "") == "exercise" for d in node.decorator_list)
-            and _COMMUNICATES.search(ast.get_source_segment(source, node)))
+        tree, lines = ast.parse(source), source.splitlines()
+        functions = {node.name: node for node in tree.body
+                     if isinstance(node, ast.FunctionDef) and not _is_exercise(node)}
+        courses = _courses(root, module, tree, functions)
+        names = tuple(name for name, node in functions.items()
+                      if name in courses and (module, name) not in used and _COMMUNICATES.search(
+                          "\n".join(lines[node.lineno - 1:node.end_lineno])))
         if names:
             found[module] = names
     return found

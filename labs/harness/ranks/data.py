@@ -22,3 +22,11 @@ def seeded(rank, shape, dtype, seed=0) -> torch.Tensor:
     info = torch.iinfo(dtype)       # int8: [-128, 128), the others [-1000, 1000)
     return torch.randint(max(-1000, info.min), min(1000, info.max + 1), shape, generator=g,
                          dtype=dtype)
+
+
+def rounding_unit(dtype) -> float:
+    """One rounding's relative error, u = eps / 2 (2**-8 for bfloat16, 2**-11 for float16):
+    a sum of n terms, added in any order, stays within n * u * sum(|x|) of the exact one.
+    Every bfloat16 tolerance of the course (lessons 05 and 10, their graders) is made of it."""
+    dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
+    return torch.finfo(dtype).eps / 2

@@ -7,7 +7,6 @@ from tests.harness.catalogue.messages import (HUNG, PARTNERS, CHECKED_LATE, KEPT
                                               PRIVATE, SHUFFLED, EXACT_MEAN, LATE, UNWAITED,
                                               FRESH, ONE_BATCH)
 
-from tests.harness.catalogue.red_teams import R6       # round 9
 
 WRONG: list = []
 RIGHT: list = []
@@ -20,10 +19,10 @@ RIGHT: list = []
 # of the tensor, another chunk ownership, or adding in float64 passes.
 R7 = "red7_sums:"
 WRONG += [
-    (test_ring.test_ring_all_reduce, 3, R6 + "ring:ring_negated_wire", SUMS),
-    (test_ring.test_ring_all_reduce, 3, R6 + "ring:ring_xor_delta_wire", SUMS),
+    (test_ring.test_ring_all_reduce, 3, "ring_red6:ring_negated_wire", SUMS),
+    (test_ring.test_ring_all_reduce, 3, "ring_red6:ring_xor_delta_wire", SUMS),
     (test_algorithms.test_recursive_doubling_all_reduce, 5,
-     R6 + "algorithms:doubling_negated_wire", SUMS),
+     "algorithms_red6:doubling_negated_wire", SUMS),
     (test_ring.test_ring_reduce_scatter, 3, R7 + "rs_negated_wire", SUMS),
     (test_ring.test_ring_all_reduce, 4, R7 + "ring_doubled_wire", SUMS),
     (test_ring.test_pipelined_ring_all_reduce, 3, R7 + "pipelined_doubled_wire", SUMS),
@@ -66,7 +65,7 @@ WRONG += [
     (test_snippets.test_fixed_average_gradients, 3, R8 + "fixed_average_doubled_wire", SUMS),
     # float16 gradients of 9 significant bits: bfloat16 (8) cannot add them up
     (test_gradients.test_average_gradients_all_to_all, 2,
-     R6 + "gradients:a2a_halves_summed_in_bf16", "parameter 'fp16'"),
+     "gradients_red6:a2a_halves_summed_in_bf16", "parameter 'fp16'"),
 ]
 RIGHT += [
     (test_snippets.test_fixed_average_gradients, 4, R8 + "fixed_average_peers_descending"),
@@ -223,7 +222,7 @@ WRONG += [
 ]
 # Round 13 (ours): averages whose precision depends on the values; the exactly summed
 # gradients make every right order exact, so a narrower type anywhere is off by ulps
-P13 = "red13_precision:"
+P13 = "snippets_red13_precision:"
 WRONG += [
     (test_snippets.test_fixed_average_gradients, 3, T12A + "fixed_average_f16_summed_in_bf16",
      EXACT_MEAN),
@@ -235,7 +234,7 @@ WRONG += [
      "never widened or narrowed"),
 ]
 # the weight's values taken out of the grader's sight, the product computed after the wait
-E13 = "red13_escape:"
+E13 = "waiting_red13_escape:"
 WRONG += [
     (test_waiting.test_overlapped_step, 3, T12A + "step_product_after_wait_via_item",
      "the weight left torch (item)"),
@@ -368,7 +367,7 @@ WRONG += [
     (test_deadlocks.test_checked_exchange, 4, G15 + "checked_numel_only",
      "returned instead of raising ValueError"),
 ]
-H15 = "red15_ring:"
+H15 = "ring_red15:"
 WRONG += [
     (test_ring.test_pipelined_ring_all_reduce, 3, H15 + "pipelined_segment_as_float32",
      "no message holds more than"),
@@ -399,7 +398,7 @@ RIGHT += [(test_doctor.test_halo_exchange, 3, "scripts:halo_two_batches")]
 
 # ping_pong's clock, after its check changed (each round holds the partner's pause and the
 # span the record saw): five more wrong clocks, each with the right replies.
-C16, OWN_ROUND = "red16_clocks:", "time each round on its own"
+C16, OWN_ROUND = "p2p_red16_clocks:", "time each round on its own"
 WRONG += [(test_p2p.test_ping_pong, 2, C16 + name, OWN_ROUND)
           for name in ("pp_clock_around_recv_only", "pp_one_way_latency", "pp_milliseconds",
                        "pp_cumulative", "pp_previous_round")]
