@@ -143,6 +143,7 @@ class GradedBody(CalledAgain):
                 if refused:        # both refuse: no more data may move than the reference's
                     self._raise_if(moved_before_refusing(ops, expected, exc))
                 raise
+        self.last_ops = ops      # the body's record of this call: where a wrong value came in
         # The reference refused what the body accepted: any route will do, no collective.
         method = replace(self.method, compare="refused") if refused else self.method
         # The checks compare tensors: not through a Watched tensor's tracing (not compute).

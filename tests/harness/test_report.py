@@ -1,0 +1,59 @@
+"""Issue 52 item 4: failing cases that share a cause are one problem that names the cause,
+read from the evidence (which cases failed, which elements were wrong), and a line of the
+body, never only its `def` line (labs/harness/grading/evidence.py)."""
+import pytest
+
+from labs.harness.grading import GradeFailure
+from labs.harness.grading.evidence import CaseOutcome, one_cause
+from tests.graders import test_ring
+
+BODIES = "tests.graders.bodies.report_ring"
+
+
+def _case(numel, dtype="float32", *, failed, wrong=(), kept=False, world_size=2):
+    return CaseOutcome(f"{dtype}, shape ({numel},)", dtype, numel, world_size,
+                       f"case ({dtype}, shape ({numel},)): rank 0 is wrong" if failed else "",
+                       wrong, kept, "labs/ring.py:190")
+
+
+def test_a_remainder_dropped_is_one_problem_naming_its_cause():
+    outcomes = [_case(4, failed=False), _case(3, failed=True, wrong=((2, 3),), kept=True),
+                _case(7, "int64", failed=True, wrong=((6, 7),), kept=True)]
+    text, covered = one_cause(outcomes, "ring_all_reduce")
+    assert text.startswith("labs/ring.py:190: ring_all_reduce: 2 of 3 cases fail")
+    assert "only sizes not divisible by the world size fail" in text
+    assert "never reduced" in text and len(covered) == 2
+    assert "dtype" not in text          # the failing cases differ from the passing by size
+
+
+def test_dtype_is_said_only_when_it_separates_the_cases():
+    outcomes = [_case(4, failed=False), _case(4, "bfloat16", failed=True, wrong=((0, 4),)),
+                _case(3, "bfloat16", failed=True, wrong=((1, 2),))]
+    assert "only bfloat16 fails (float32 passes" in one_cause(outcomes, "x")[0]
+
+
+def test_no_cause_claimed_without_evidence():
+    """Everything non-empty fails: nothing tells the failing cases from the passing ones."""
+    outcomes = [_case(0, failed=False), _case(4, failed=True, wrong=((0, 4),)),
+                _case(3, failed=True, wrong=((0, 3),))]
+    assert one_cause(outcomes, "x") == ("", [])
+
+
+@pytest.mark.slow
+def test_the_ring_grader_names_the_dropped_remainder_at_a_body_line():
+    """At 5 ranks (make check's fast world size), a ring on numel // p chunks: one problem,
+    its cause, the body's receive line; no dtype advice, no 'same bits' consequence."""
+    with pytest.raises(GradeFailure) as failed:
+        test_ring.test_ring_all_reduce(f"{BODIES}:ring_drops_remainder", 5)
+    assert len(failed.value.problems) == 1, failed.value.problems
+    text = failed.value.problems[0]
+    assert text.startswith("tests/graders/bodies/report_ring.py:")
+    assert "the chunks leave the remainder out" in text and "never reduced" in text
+    assert "own dtype" not in text and "same bits" not in text
+
+
+@pytest.mark.slow
+def test_the_ring_grader_claims_no_cause_for_a_ring_wrong_everywhere():
+    with pytest.raises(GradeFailure) as failed:
+        test_ring.test_ring_all_reduce(f"{BODIES}:ring_all_gather_off_by_one", 5)
+    assert "with one cause" not in str(failed.value)
