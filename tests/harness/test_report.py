@@ -57,3 +57,14 @@ def test_the_ring_grader_claims_no_cause_for_a_ring_wrong_everywhere():
     with pytest.raises(GradeFailure) as failed:
         test_ring.test_ring_all_reduce(f"{BODIES}:ring_all_gather_off_by_one", 5)
     assert "with one cause" not in str(failed.value)
+
+
+@pytest.mark.slow
+def test_a_forbidden_collective_that_gloo_refuses_is_told_as_the_forbidden_call():
+    """Issue 55 item 5: reduce_scatter_tensor on a size gloo cannot split raises gloo's C++
+    check; the record is read first, and the forbidden call is the message."""
+    with pytest.raises(GradeFailure) as failed:
+        test_ring.test_ring_all_reduce(f"{BODIES}:ring_builtin_reduce_scatter", 2)
+    assert "called reduce_scatter_tensor: the lesson builds this from point-to-point" in \
+        str(failed.value)
+    assert "ProcessGroupGloo" not in str(failed.value)

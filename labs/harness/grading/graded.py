@@ -38,7 +38,8 @@ from labs.harness.grading import lessons
 from labs.harness.grading.again import CalledAgain, _flat
 from labs.harness.grading.channels import SideChannel, closed_roads
 from labs.harness.grading.buffers import DIGESTS, DISTINCT, Noting, overlap, read_only
-from labs.harness.grading.compare import (Method, differences, moved_before_refusing,
+from labs.harness.grading.compare import (Method, differences, forbidden_collectives,
+                                           moved_before_refusing,
                                            relay_problems)
 from labs.harness.grading.methods import METHODS
 from labs.harness.grading.order import order_problems
@@ -134,12 +135,17 @@ class GradedBody(CalledAgain):
         with torch._C.DisableTorchFunctionSubclass():
             before = [snapshot(a) for a in args]
             where, found = [places(a) for a in args], state(args)
+        raised: list = []       # ops that raised (a record keeps those that ran)
         with record() as ops, closed_roads() as roads, read_only(self._lent(args)) as lent, \
-                forbidding(*self.borrowing, below=sys._getframe()):
+                forbidding(*self.borrowing, below=sys._getframe()), \
+                listen(lambda event, op, **_: raised.append(op) if event == "raised" else 0):
             try:
                 result = self.body(*args, **kwargs)
             except Exception as exc:
                 self._raise_if([f"rank {dist.get_rank()} {road}" for road in roads])
+                self._raise_if(forbidden_collectives(      # the record first: a call the
+                    ops + raised, expected, self.method, rank=dist.get_rank(),  # lesson
+                    world_size=dist.get_world_size()))         # forbids is the message
                 if refused:        # both refuse: no more data may move than the reference's
                     self._raise_if(moved_before_refusing(ops, expected, exc))
                 raise

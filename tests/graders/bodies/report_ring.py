@@ -42,3 +42,15 @@ def ring_all_gather_off_by_one(tensor):
                 work.wait()
             into.add_(incoming) if phase == 0 else into.copy_(incoming)
     return tensor
+
+
+def ring_builtin_reduce_scatter(tensor):
+    """The forbidden collective (issue 55 item 5): reduce_scatter_tensor, then all_gather.
+    On a size gloo cannot split, gloo's own C++ check raises first; the grade must say the
+    collective, not gloo's check."""
+    p = dist.get_world_size()
+    flat = tensor.view(-1)
+    mine = torch.empty(flat.numel() // p, dtype=tensor.dtype)
+    dist.reduce_scatter_tensor(mine, flat)
+    dist.all_gather_into_tensor(flat, mine)
+    return tensor
