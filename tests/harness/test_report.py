@@ -68,3 +68,13 @@ def test_a_forbidden_collective_that_gloo_refuses_is_told_as_the_forbidden_call(
     assert "called reduce_scatter_tensor: the lesson builds this from point-to-point" in \
         str(failed.value)
     assert "ProcessGroupGloo" not in str(failed.value)
+
+
+@pytest.mark.slow
+def test_a_body_that_raises_shows_its_own_frames_not_the_graders():
+    """Issue 52 item 9: the learner's traceback holds the body's line, no grader frame."""
+    with pytest.raises(GradeFailure) as failed:
+        test_ring.test_ring_all_reduce(f"{BODIES}:ring_reads_past_the_end", 1)
+    text = str(failed.value)
+    assert "report_ring.py:" in text and "IndexError" in text
+    assert "tests/graders/test_" not in text, text
