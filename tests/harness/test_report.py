@@ -78,3 +78,15 @@ def test_a_body_that_raises_shows_its_own_frames_not_the_graders():
     text = str(failed.value)
     assert "report_ring.py:" in text and "IndexError" in text
     assert "tests/graders/test_" not in text, text
+
+
+@pytest.mark.slow
+def test_lesson_07_pattern_at_one_rank_says_so_and_draws_no_empty_plot(capsys, monkeypatch):
+    """Issue 52 item 6: one rank prints no '1 ranks: 0 messages' over an empty plot."""
+    from labs.views import collectives as view
+    drawn = []
+    monkeypatch.setattr(view, "show", drawn.append)
+    view.show_pattern("gather", 1)
+    said = capsys.readouterr().out
+    assert "gather on 1 rank: no messages" in said and "1 ranks" not in said
+    assert drawn == []
