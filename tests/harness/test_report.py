@@ -90,3 +90,16 @@ def test_lesson_07_pattern_at_one_rank_says_so_and_draws_no_empty_plot(capsys, m
     said = capsys.readouterr().out
     assert "gather on 1 rank: no messages" in said and "1 ranks" not in said
     assert drawn == []
+
+
+def test_a_widget_is_told_to_run_again_not_its_cell(capsys):
+    """Issue 52 item 6: beside a Run button, 'run this cell again' is the wrong advice."""
+    import ipywidgets
+
+    from labs.harness.launch import unsolved
+    unsolved.say_unsolved("in_a_cell", "labs/x.py")
+    ipywidgets.interactive(lambda n=1: unsolved.say_unsolved("in_a_widget", "labs/x.py"),
+                           n=(1, 3))
+    cell, widget = capsys.readouterr().out.split("Exercise `in_a_widget`")
+    assert "run this cell again" in cell and "run the widget again" in widget
+    assert "this cell" not in widget
