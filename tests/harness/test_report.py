@@ -103,3 +103,38 @@ def test_a_widget_is_told_to_run_again_not_its_cell(capsys):
     cell, widget = capsys.readouterr().out.split("Exercise `in_a_widget`")
     assert "run this cell again" in cell and "run the widget again" in widget
     assert "this cell" not in widget
+
+
+@pytest.mark.slow
+def test_an_interrupt_names_every_sleeping_rank_at_its_line(tmp_path):
+    """Issue 52 item 6: Jupyter interrupts the kernel's whole process group; whichever ranks
+    report first, every rank asleep is named at its line (it named one, the others only
+    'not inside a torch.distributed call')."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    from tests import course
+    script = textwrap.dedent(f"""
+        from labs import launch
+        from tests.harness.test_launcher import sleep_and_record
+        if __name__ == "__main__":
+            launch(sleep_and_record, 3, args=({str(tmp_path)!r},), timeout=100)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=course.ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.time() + 90
+    while len(list(tmp_path.glob("*.pid"))) < 3:
+        assert time.time() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGINT)         # what Jupyter's "interrupt kernel" does
+    _, err = proc.communicate(timeout=60)
+    ranks = [line for line in err.splitlines() if line.startswith("  rank ")]
+    assert len(ranks) == 3, err
+    assert all("tests/harness/test_launcher.py:" in line for line in ranks), err
