@@ -138,3 +138,18 @@ def test_an_interrupt_names_every_sleeping_rank_at_its_line(tmp_path):
     ranks = [line for line in err.splitlines() if line.startswith("  rank ")]
     assert len(ranks) == 3, err
     assert all("tests/harness/test_launcher.py:" in line for line in ranks), err
+
+
+def test_only_a_size_differs_is_said_as_the_size_not_as_one_message_more():
+    """Issue 52 item 9: an empty chunk received into a one-element buffer: the receives
+    match the method's in number; the grade names the size, not 'received 2 messages'."""
+    from labs.harness.grading.compare import Method, differences
+    from labs.harness.grading.ops import Op
+
+    def recvs(*sizes):
+        return [Op("recv", "irecv", 1, n, "float32") for n in sizes]
+    said = differences(recvs(1, 3), recvs(0, 3), Method(why="the method"), rank=0,
+                       world_size=2)
+    assert len(said) == 1 and "a receive into a buffer of 1 x float32 from rank 1 where " \
+        "the method's message holds 0" in said[0], said
+    assert "2 message" not in said[0]

@@ -131,8 +131,11 @@ def differences(mine: list[Op], reference: list[Op], method: Method, *, rank: in
                                      verb=verb, does=does, prep=prep, why=why) or \
                 _counts_floor(got, expected, rank=rank, verb=verb, prep=prep, why=why)
         else:
-            found += _compare_messages(got, expected, method, rank=rank, verb=verb, does=does,
-                                       prep=prep, why=why)
+            found += _sizes_only(_messages(mine, kind, empty=True),
+                                 _messages(reference, kind, empty=True), method, rank=rank,
+                                 kind=kind, prep=prep, why=why) or \
+                _compare_messages(got, expected, method, rank=rank, verb=verb, does=does,
+                                  prep=prep, why=why)
     if method.contents and not found:
         found += _compare_contents(mine, reference, rank=rank, why=why)
     return found
@@ -146,6 +149,28 @@ def forbidden_collectives(mine, reference, method, *, rank, world_size) -> list[
         return []
     return [f"rank {rank} called {', '.join(sorted(extra))}: the lesson builds this from "
             f"point-to-point sends and receives ({_why(method, rank, world_size)})"]
+
+
+def _sizes_only(got, expected, method, *, rank, kind, prep, why) -> list[str]:
+    """Empty messages counted: the same messages with each peer, one size aside (an empty
+    chunk received into a one-element buffer). Said as the size it is, not as one message
+    more: the learner's messages match the method's in number."""
+    for peer in sorted(set(got) & set(expected), key=lambda p: (p is None, p)):
+        mine, theirs = got[peer], expected[peer]
+        if len(mine) != len(theirs) or (mine == theirs if method.ordered else
+                                        Counter(mine) == Counter(theirs)):
+            continue
+        if method.ordered:
+            i, (n, d) = next((i, m) for i, m in enumerate(mine) if m != theirs[i])
+            m = theirs[i][0]
+        else:
+            (n, d), m = next(iter(Counter(mine) - Counter(theirs))), None
+        what = "a receive into a buffer" if kind == "recv" else "a send"
+        size = f" where the method's message holds {m}" if m is not None else ""
+        return [f"rank {rank} posted {what} of {n} x {d} {prep} {_peer(peer)}{size} (its "
+                f"messages match the method's in number, only this size differs): size it "
+                f"as the chunk it carries, empty chunks included: {why}"]
+    return []
 
 
 def _compare_messages(got, expected, method, *, rank, verb, does, prep, why) -> list[str]:
