@@ -151,5 +151,14 @@ def test_only_a_size_differs_is_said_as_the_size_not_as_one_message_more():
     said = differences(recvs(1, 3), recvs(0, 3), Method(why="the method"), rank=0,
                        world_size=2)
     assert len(said) == 1 and "a receive into a buffer of 1 x float32 from rank 1 where " \
-        "the method's message holds 0" in said[0], said
+        "the method receives 0 x float32" in said[0], said
     assert "2 message" not in said[0]
+
+
+def test_a_dtype_that_differs_is_not_told_as_a_size():
+    from labs.harness.grading.compare import Method, differences
+    from labs.harness.grading.ops import Op
+    said = differences([Op("recv", "irecv", 1, 3, "float32")],
+                       [Op("recv", "irecv", 1, 3, "bfloat16")], Method(why="the method"),
+                       rank=0, world_size=2)
+    assert said and "own dtype (bfloat16)" in said[0], said

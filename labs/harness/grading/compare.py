@@ -157,8 +157,10 @@ def _sizes_only(got, expected, method, *, rank, kind, prep, why) -> list[str]:
     more: the learner's messages match the method's in number."""
     for peer in sorted(set(got) & set(expected), key=lambda p: (p is None, p)):
         mine, theirs = got[peer], expected[peer]
+        dtypes = [d for _, d in mine], [d for _, d in theirs]
         if len(mine) != len(theirs) or (mine == theirs if method.ordered else
-                                        Counter(mine) == Counter(theirs)):
+                                        Counter(mine) == Counter(theirs)) or \
+                sorted(dtypes[0]) != sorted(dtypes[1]):       # a dtype is said by its own check
             continue
         if method.ordered:
             i, (n, d) = next((i, m) for i, m in enumerate(mine) if m != theirs[i])
@@ -166,10 +168,11 @@ def _sizes_only(got, expected, method, *, rank, kind, prep, why) -> list[str]:
         else:
             (n, d), m = next(iter(Counter(mine) - Counter(theirs))), None
         what = "a receive into a buffer" if kind == "recv" else "a send"
-        size = f" where the method's message holds {m}" if m is not None else ""
-        return [f"rank {rank} posted {what} of {n} x {d} {prep} {_peer(peer)}{size} (its "
-                f"messages match the method's in number, only this size differs): size it "
-                f"as the chunk it carries, empty chunks included: {why}"]
+        does = "receives" if kind == "recv" else "sends"
+        size = f" where the method {does} {m} x {d}" if m is not None else ""
+        return [f"rank {rank} posted {what} of {n} x {d} {prep} {_peer(peer)}{size} (the "
+                f"method has as many messages; only this size differs): size it as the "
+                f"chunk it carries, empty chunks included: {why}"]
     return []
 
 
