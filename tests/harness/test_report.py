@@ -162,3 +162,27 @@ def test_a_dtype_that_differs_is_not_told_as_a_size():
                        [Op("recv", "irecv", 1, 3, "bfloat16")], Method(why="the method"),
                        rank=0, world_size=2)
     assert said and "own dtype (bfloat16)" in said[0], said
+
+
+def _aborted(recv_dtype, recv_numel, send_dtype, send_numel):
+    from labs import WorkerError
+    from labs.harness.ranks.tracing import Event
+    room, sent = (recv_numel * (8 if recv_dtype == "int64" else 4),
+                  send_numel * (8 if send_dtype == "int64" else 4))
+    exc = WorkerError("rank 1 was killed by signal SIGABRT", ranks=[1],
+                      causes={1: "was killed by signal SIGABRT"})
+    exc.outputs = {1: f"[enforce fail at pair.cc:456] op.preamble.length <= op.nbytes. {sent} "
+                      f"vs {room}. Received data size doesn't match expected size."}
+    exc.trace = [Event(1, "irecv", peer=0, numel=recv_numel, dtype=recv_dtype, seq=3),
+                 Event(0, "isend", peer=1, numel=send_numel, dtype=send_dtype, seq=3)]
+    return exc
+
+
+def test_gloos_abort_advises_only_what_the_record_shows():
+    """Issue 52 item 9: empty_like is advised where the dtypes differ, never to a body whose
+    buffer has the message's dtype (receives posted in another order than the sends)."""
+    from labs.harness.grading import gloo_said
+    _, dtype = gloo_said.explained(_aborted("float32", 12, "int64", 12))
+    assert "empty_like" in dtype and "The buffer is float32, the message int64" in dtype
+    _, order = gloo_said.explained(_aborted("float32", 3, "float32", 12))
+    assert "empty_like" not in order and "post receives in the order of the sends" in order
