@@ -186,3 +186,16 @@ def test_gloos_abort_advises_only_what_the_record_shows():
     assert "empty_like" in dtype and "The buffer is float32, the message int64" in dtype
     _, order = gloo_said.explained(_aborted("float32", 3, "float32", 12))
     assert "empty_like" not in order and "post receives in the order of the sends" in order
+
+
+def test_a_case_label_is_said_once():
+    """Issue 52 item 9: a problem whose text already names its case gets no second label."""
+    from types import SimpleNamespace
+
+    from labs.harness.grading.run import _checked_failure
+    exc = SimpleNamespace(
+        messages={0: "rank 0, case float32, shape (3,): is wrong\nrank 0 kept a buffer"},
+        causes={0: "GradeFailure: ..."},
+        statuses={0: SimpleNamespace(note="case float32, shape (3,)")})
+    problems = _checked_failure(exc, 0, "ring_all_reduce", 2).problems
+    assert [p.count("float32, shape (3,)") for p in problems] == [1, 1], problems

@@ -116,7 +116,8 @@ def _checked_failure(exc: WorkerError, rank: int, what: str, world_size: int) ->
     who = "" if whole.startswith(f"rank {rank} ") or _LOCATED.match(whole) else f"rank {rank}: "
     lines = [line for line in whole.splitlines() if line.strip()]
     case = _case(exc, rank).removeprefix(", ")
-    problems = [who + line + (f" [{case}]" if case else "") for line in lines]
+    problems = [who + line + (f" [{case}]" if case and case.removeprefix("case ") not in line
+                              else "") for line in lines]       # a case said once
     return GradeFailure(f"{what} (world_size={world_size}{_case(exc, rank)}): {who}"
                         + "\n".join(lines), problems=problems)
 
