@@ -97,7 +97,12 @@ def show_pattern(op="all_to_all", world_size=4):
     """Run one P2P collective on fresh workers; count its messages, draw its timeline."""
     res = launch_exercise(lab.show, world_size, args=(op,), quiet=True)
     sends = [e for e in res.trace if e.op == "isend"]
-    print(f"{op} on {world_size} ranks: {len(sends)} messages, "
+    ranks = f"{world_size} rank{'s' if world_size != 1 else ''}"
+    if not sends:       # one rank: its data is already where the collective puts it
+        print(f"{op} on {ranks}: no messages (a rank has no one to send to), so no timeline "
+              f"to draw; move the slider to 2 or more ranks")
+        return
+    print(f"{op} on {ranks}: {len(sends)} messages, "
           f"{len({(e.rank, e.batch) for e in sends})} (rank, batch) pairs with sends")
     # A figure outside pyplot, shown once drawn: in JupyterLab a widget's click can run
     # while another thread flushes every pyplot figure (a blank or half-drawn PNG).

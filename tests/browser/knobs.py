@@ -44,7 +44,8 @@ def exercise_widgets(page, name: str, rounds: int = 2) -> tuple[list[str], int]:
     for i in range(boxes.count()):
         box = boxes.nth(i)
         if box.locator(".widget-radio-box").count():
-            done.append(answer_prediction(page, box, f"{name}, widget {i + 1}"))
+            if not box.locator(".widget-radio-box input:checked").count():  # picked: left as is
+                done.append(answer_prediction(page, box, f"{name}, widget {i + 1}"))
             continue
         dropdowns = box.locator(".widget-dropdown")
         sliders = box.locator(".widget-slider")

@@ -22,7 +22,7 @@ import re
 import pytest
 
 from tests import course
-from tests.browser.knobs import exercise_widgets
+from tests.browser.knobs import WIDGET_ROOT, exercise_widgets
 from tests.browser.lab_page import (ARTIFACTS, PANEL, ROOT, NotebookRun, cell_states,
                                     kernel_idle, stripped_copy, wait_until)
 
@@ -120,18 +120,26 @@ def widget_text(page) -> str:
         "(outs) => outs.map((o) => o.innerText || '').join('\\n')")
 
 
-# Lesson 03's scrub path now crosses a prediction whose demo is held until the pick (issue 52
-# item 1): this test's prediction step does not know held() yet (it reads the verdict as shown
-# before its pick). Strict: the day it passes, the mark must go.
-HELD_NOT_YET = {"03-scrub"}
+def pick_first(page, k: int, what: str) -> str:
+    """A learner's prediction step: pick the first choice of code cell k's prediction as soon
+    as it shows, before the cells whose output it holds (`with guess.held():`) run."""
+    box = page.locator(f"{PANEL} .jp-Notebook .jp-Cell.jp-CodeCell").nth(k).locator(
+        WIDGET_ROOT).first
+    box.scroll_into_view_if_needed()
+    choice = box.locator(".widget-radio-box label").first
+    wait_until(lambda: choice.inner_text().strip(), 20, f"{what}: code cell {k + 1}'s choices")
+    picked = choice.inner_text().strip()
+    choice.click()
+    wait_until(lambda: box.locator(".widget-radio-box input:checked").count(), 20,
+               f"{what}: the pick {picked!r} in code cell {k + 1}")
+    return picked
 
 
-@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(
-    strict=True, reason="the prediction step does not know held() yet"))
-    if p in HELD_NOT_YET else p for p in PATHS])
+@pytest.mark.parametrize("path", list(PATHS))
 def test_widget_draws_in_a_fresh_kernel(path, lab, browser):
     notebook, pieces = PATHS[path]
     cells = path_cells(notebook, pieces)
+    sources = code_cells(notebook)
     ARTIFACTS.mkdir(exist_ok=True)
     copy = lab.root / f"{path}.ipynb"          # a notebook of its own: a kernel of its own
     stripped_copy(ROOT / "notebooks" / notebook, copy)
@@ -142,8 +150,15 @@ def test_widget_draws_in_a_fresh_kernel(path, lab, browser):
         run.load()
         page.locator(f"{PANEL} .jp-Notebook .jp-CodeCell").first.wait_for(timeout=60_000)
         wait_until(lambda: kernel_idle(page), 60, f"the kernel of {copy.name} to start")
+        predictions = []
         for k in cells:
             run_cell(page, k, path)
+            if "predict(" in sources[k]:      # picked before the demo it holds runs
+                predictions.append((k, pick_first(page, k, path)))
+        for k, picked in predictions:        # the held demo ran: the widget compares
+            box = page.locator(f"{PANEL} .jp-Notebook .jp-Cell.jp-CodeCell").nth(k)
+            wait_until(lambda box=box: re.search(r"[Yy]ou predicted", box.inner_text()), 30,
+                       f"{path}: the prediction in code cell {k + 1} to compare {picked!r}")
         wait_until(lambda: cell_states(page)[cells[-1]]["widgets"], 30,
                    f"{path}: the widget of code cell {cells[-1] + 1} to render")
         done = []

@@ -31,7 +31,7 @@ RUN_ALL_SECONDS = 240.0
 MIN_LINE = 16           # shorter lines ("True", "rank 0:") are not an answer on their own
 # The learner's state, not the run's answer: launch_exercise's notice that an exercise is not
 # solved yet (the reference runs in its place), said in every cell that launches it.
-NOT_AN_ANSWER = re.compile(r"is not solved yet|run this cell again to see your own")
+NOT_AN_ANSWER = re.compile(r"is not solved yet|run (this cell|the widget) again to see your own")
 
 # The page's visible text, editors left out; marks (data-held) the outputs hidden now.
 VISIBLE_TEXT_JS = """(panel) => {

@@ -18,6 +18,7 @@ from labs.harness.grading import (GradeFailure, call, check_close, check_message
                                   check_same_on_every_rank,
                                   fail_if_any, grade, implementation, in_case,
                                   non_contiguous_case, recording, seeded, rounding_unit)
+from labs.harness.grading.evidence import one_cause, outcome
 from labs.ring import DTYPES, chunk_bounds
 
 SHAPES = [(), (0,), (1,), (2,), (3,), (7,), (3, 5), (2, 3, 4), (1, 1, 13), (257,), (4099,)]
@@ -73,19 +74,25 @@ class RankGrade:
 
     failures: list[str]
     sums: list[torch.Tensor]
+    outcomes: list = ()        # each case's CaseOutcome: the evidence for a shared cause
 
 
 def grade_all_reduce(impl, name, cases, world_size):
     ranks = grade(all_reduce_grader, world_size, args=(impl, name, cases), timeout=60,
                   what=name)
     failures = [f for r in ranks for f in r.failures]
+    outcomes = [o for r in ranks for o in r.outcomes]
+    failed = {o.case for o in outcomes if o.message}
     for i, (dtype, shape, *_) in enumerate(cases):
+        if outcomes[i].case in failed:      # wrong values: ranks that differ say no more
+            continue
         try:
             check_same_on_every_rank([r.sums[i] for r in ranks], what=f"case {i} ({dtype}, "
                                      f"shape {tuple(shape)}, world_size {world_size})")
         except GradeFailure as exc:
             failures.append(str(exc))
-    fail_if_any(failures, name)
+    cause, covered = one_cause(outcomes, name)
+    fail_if_any([cause] * bool(cause) + [f for f in failures if f not in covered], name)
 
 
 # -- the workers: each returns this rank's failures, as messages ----------------------------
@@ -93,7 +100,7 @@ def grade_all_reduce(impl, name, cases, world_size):
 def all_reduce_grader(rank, world_size, impl, name, cases):
     fn = implementation(impl, "ring", name)
     failures, method_failed = [], False     # a method failure is reported once, not per case
-    sums = []
+    sums, outcomes = [], []
     for i, (dtype, shape, *extra) in enumerate(cases):
         segment = extra[0] if extra else None
         kwargs = {"segment_bytes": segment} if segment else {}
@@ -103,6 +110,7 @@ def all_reduce_grader(rank, world_size, impl, name, cases):
         tensor = data.clone()
         done = call(fn, tensor, case=case, **kwargs)
         sums.append(tensor.clone())
+        message = ""
         try:
             if not done.returned_first:
                 raise GradeFailure(f"{what}: rank {rank} must return the tensor it was given "
@@ -110,7 +118,12 @@ def all_reduce_grader(rank, world_size, impl, name, cases):
             check_sum(tensor, expected, exact, magnitude, rank=rank, world_size=world_size,
                       what=what)
         except GradeFailure as exc:
-            failures.append(str(exc))
+            message = str(exc)
+            failures.append(message)
+        outcomes.append(outcome(
+            case, dtype=dtype, world_size=world_size, data=data, got=tensor, message=message,
+            expected=expected if exact is None else exact, ops=getattr(fn, "last_ops", ()),
+            allowed=None if exact is None else world_size * BF16_U * magnitude, body=fn))
         if not method_failed:
             default = 4 << 20 if name == "pipelined_ring_all_reduce" else None
             method_failed = _failed(failures, check_ring_traffic, done.events, what, rank=rank,
@@ -118,7 +131,7 @@ def all_reduce_grader(rank, world_size, impl, name, cases):
                                     steps=2 * (world_size - 1), segment_bytes=segment or default)
         if not method_failed and name == "pipelined_ring_all_reduce":
             method_failed = _failed(failures, check_pipelined, done.events, what, rank=rank)
-    return RankGrade(failures + non_contiguous_case(fn, rank, what=name), sums)
+    return RankGrade(failures + non_contiguous_case(fn, rank, what=name), sums, outcomes)
 
 
 def reduce_scatter_grader(rank, world_size, impl):

@@ -16,11 +16,10 @@ closed is shut down for you (see jupyter_open.py).
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import time
 from pathlib import Path
-
-import nbformat
 
 from labs.harness import COURSE_ROOT
 from labs.harness.commands import jupyter_open
@@ -36,12 +35,14 @@ def lessons() -> list[Path]:
 def learners_copy(lesson: Path, mine: Path) -> None:
     """Write the lesson to `mine` as a learner starts it: every cell, no output, no
     execution count, no saved widget state (the reference run's answers)."""
-    nb = nbformat.read(lesson, as_version=4)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-    nb.metadata.pop("widgets", None)
-    nbformat.write(nb, mine)
+    nb = json.loads(lesson.read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+    nb["metadata"].pop("widgets", None)
+    # as nbformat writes a notebook (its schema check, jsonschema, costs seconds to import)
+    mine.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
+                    encoding="utf-8")
 
 
 def copy_missing() -> list[Path]:

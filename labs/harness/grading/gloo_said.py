@@ -72,9 +72,23 @@ def _too_big(rank, sent, room, events) -> str:
     return (f"received a message larger than its buffer ({sent} bytes into a buffer of "
             f"{room}{what}{whose}), and gloo killed the receiving process (SIGABRT): gloo "
             f"moves bytes, and a receive buffer smaller than the message aborts the receiver "
-            f"(lesson 04, section 7). Receive into a buffer of the shape and dtype the peer "
-            f"sends (torch.empty_like(tensor); torch.empty(shape) is float32 whatever the "
-            f"tensor's dtype)")
+            f"(lesson 04, section 7). {_too_big_advice(mine, theirs)}")
+
+
+def _too_big_advice(mine, theirs) -> str:
+    """What the record shows, and only that: a dtype that differs, sizes that differ in
+    the same dtype, or (the aborted rank's record lost) what to compare."""
+    if mine is not None and theirs is not None and mine.dtype != theirs.dtype:
+        return (f"The buffer is {mine.dtype}, the message {theirs.dtype}: receive in the "
+                f"dtype the peer sends (torch.empty_like(tensor); torch.empty(shape) is "
+                f"float32 whatever the tensor's dtype)")
+    if mine is not None and theirs is not None:
+        return (f"Both are {mine.dtype}; the sizes differ ({theirs.numel} elements sent, "
+                f"room for {mine.numel}): a receive takes the message its peer sent first, "
+                f"so post receives in the order of the sends, each sized as its message")
+    return ("Pair each receive with the send it takes (messages between two ranks arrive in "
+            "the order they were sent): the same order, and a buffer of the message's "
+            "shape and dtype")
 
 
 def _itself(rank, events) -> str:

@@ -22,6 +22,7 @@ every call, in the worker, by one piece of code rather than by each grader.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import os
@@ -38,7 +39,8 @@ from labs.harness.grading import lessons
 from labs.harness.grading.again import CalledAgain, _flat
 from labs.harness.grading.channels import SideChannel, closed_roads
 from labs.harness.grading.buffers import DIGESTS, DISTINCT, Noting, overlap, read_only
-from labs.harness.grading.compare import (Method, differences, moved_before_refusing,
+from labs.harness.grading.compare import (Method, differences, forbidden_collectives,
+                                           moved_before_refusing,
                                            relay_problems)
 from labs.harness.grading.methods import METHODS
 from labs.harness.grading.order import order_problems
@@ -50,6 +52,15 @@ from labs.harness.grading.sums import pieces, probe_args, shuffled_problems, sum
 from labs.harness.grading.state import (_parameters, copy_args, grads_problems,
                                          memory_problems, places, shares_memory, snapshot,
                                          state, state_problems, tensors, unchanged, written)
+
+
+@contextlib.contextmanager
+def _raising():
+    """`with _raising() as raised:` the ops that raised in the block (a record keeps only
+    those that ran)."""
+    raised: list = []
+    with listen(lambda event, op, **_: raised.append(op) if event == "raised" else None):
+        yield raised
 
 
 def implementation(impl: str, module: str, name: str):
@@ -135,14 +146,13 @@ class GradedBody(CalledAgain):
             before = [snapshot(a) for a in args]
             where, found = [places(a) for a in args], state(args)
         with record() as ops, closed_roads() as roads, read_only(self._lent(args)) as lent, \
-                forbidding(*self.borrowing, below=sys._getframe()):
+                forbidding(*self.borrowing, below=sys._getframe()), _raising() as raised:
             try:
                 result = self.body(*args, **kwargs)
             except Exception as exc:
-                self._raise_if([f"rank {dist.get_rank()} {road}" for road in roads])
-                if refused:        # both refuse: no more data may move than the reference's
-                    self._raise_if(moved_before_refusing(ops, expected, exc))
+                self._raised(exc, roads, ops, raised, expected, refused)
                 raise
+        self.last_ops = ops      # the body's record of this call: where a wrong value came in
         # The reference refused what the body accepted: any route will do, no collective.
         method = replace(self.method, compare="refused") if refused else self.method
         # The checks compare tensors: not through a Watched tensor's tracing (not compute).
@@ -167,6 +177,17 @@ class GradedBody(CalledAgain):
             with torch._C.DisableTorchFunctionSubclass():
                 self._earlier.append((result, snapshot(result)))
         return result
+
+    def _raised(self, exc, roads, ops, raised, expected, refused) -> None:
+        """The body raised: the record first. A road it may not use, a collective the lesson
+        forbids (also one that raised: gloo's own check is not the learner's bug), or more
+        data moved before refusing than the reference's, is the message."""
+        self._raise_if([f"rank {dist.get_rank()} {road}" for road in roads])
+        self._raise_if(forbidden_collectives(ops + raised, expected, self.method,
+                                             rank=dist.get_rank(),
+                                             world_size=dist.get_world_size()))
+        if refused:        # both refuse: no more data may move than the reference's
+            self._raise_if(moved_before_refusing(ops, expected, exc))
 
     def _lent(self, args) -> list:
         """[(name, tensor)] the body may read and not write: the arguments the contract

@@ -48,9 +48,9 @@ class GradeFailure(AssertionError):
 
     def __init__(self, message="", *, kind="failing", unsolved=(), needs=(), problems=(),
                  hung=False):
-        super().__init__(message)
+        super().__init__(plain_dtypes(message))
         self.kind, self.unsolved, self.needs = kind, tuple(unsolved), tuple(needs)
-        self.problems, self.hung = tuple(problems), hung
+        self.problems, self.hung = tuple(map(plain_dtypes, problems)), hung
 
     def __reduce__(self):
         return _rebuild, (str(self), self.kind, self.unsolved, self.needs, self.problems,
@@ -63,6 +63,15 @@ def _rebuild(message, kind, unsolved, needs, problems=(), hung=False):
 
 
 GradeFailure.__module__ = "labs.harness.grading"   # where graders import it from
+
+# A dtype as the graders' case labels say it ("float32"), however a check printed it
+# (`torch.float32`, a torch.dtype's str); a traceback's source lines (indented) stay as written.
+_TORCH_DTYPE = re.compile(r"(?<![\w.=])torch\.((?:b?float|u?int|complex)\d+|bool)\b(?!\()")
+
+
+def plain_dtypes(text: str) -> str:
+    return "\n".join(line if line.startswith("    ") else _TORCH_DTYPE.sub(r"\1", line)
+                      for line in str(text).split("\n"))
 
 
 def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
@@ -107,7 +116,8 @@ def _checked_failure(exc: WorkerError, rank: int, what: str, world_size: int) ->
     who = "" if whole.startswith(f"rank {rank} ") or _LOCATED.match(whole) else f"rank {rank}: "
     lines = [line for line in whole.splitlines() if line.strip()]
     case = _case(exc, rank).removeprefix(", ")
-    problems = [who + line + (f" [{case}]" if case else "") for line in lines]
+    problems = [who + line + (f" [{case}]" if case and case.removeprefix("case ") not in line
+                              else "") for line in lines]       # a case said once
     return GradeFailure(f"{what} (world_size={world_size}{_case(exc, rank)}): {who}"
                         + "\n".join(lines), problems=problems)
 
@@ -166,9 +176,27 @@ def _where(exc, rank, explained=False) -> str:
     lines = str(exc).splitlines()
     if lines and lines[0].startswith(f"rank {rank} ") and exc.causes.get(rank, "\0") in lines[0]:
         lines = lines[1:]
-    lines = [gloo_said.retold(line) if explained else line for line in lines]
+    lines = [gloo_said.retold(line) if explained else line for line in _without_graders(lines)]
     return "\n".join(line for line in lines
                      if line is not None and not line.startswith("Details: "))
+
+
+# A traceback frame of the grader that called the body ("  tests/graders/test_ring.py:111 in
+# all_reduce_grader") and the source line under it: not the learner's code, left out.
+_GRADER_FRAME = re.compile(r"^\s+tests/graders/test_\w+\.py:\d+ in \w+$")
+
+
+def _without_graders(lines: list[str]) -> list[str]:
+    kept, source_next = [], False
+    for line in lines:
+        if _GRADER_FRAME.match(line):
+            source_next = True
+        elif not (source_next and line.startswith(" " * 6)):
+            kept.append(line)
+            source_next = False
+        else:
+            source_next = False
+    return kept
 
 
 def _cause(cause: str) -> str:

@@ -144,10 +144,8 @@ def shuffled_problems(mine, reference, loose=0) -> list[str]:
                     f"sends running sums, not a value worked out from them (a difference "
                     f"from another element, an encoding)"]
         if op.kind == "send" and op.descents > loose + op.pieces - 1:
-            times = "once" if op.descents == 1 else f"{op.descents} times"
             return [f"rank {rank} sent rank {op.peer} a message whose elements are out of the "
-                    f"tensor's order (an element came after a larger one {times}, when "
-                    f"element j of every rank's data grew with j): send the "
+                    f"tensor's order ({_probe_words(dist.get_world_size(), True)}): send the "
                     f"running sums themselves, slices of the tensor as they are, not "
                     f"reversed, permuted or encoded"]
     return []
@@ -195,12 +193,10 @@ def _named(values, world_size) -> str:
 def _probe_words(world_size, positional) -> str:
     """The call the grader made to see the sums: the reader's own shape and dtype, other
     values."""
-    if positional:
-        return (f"when the grader called it again with the same shape and dtype, every "
-                f"rank's data holding 2**rank in each element (plus a multiple of "
-                f"2**{world_size} that says where the element sits)")
-    return ("when the grader called it again with the same shape and dtype, every rank's "
-            "data holding 2**rank everywhere")
+    said = ("when the grader called it again with the same shape and dtype, on values that "
+            "tell the ranks apart (rank 0 holds 1, rank 1 holds 2, rank 2 holds 4, ...: every "
+            "sum shows which ranks it adds up")
+    return said + (", and each element's place in the tensor)" if positional else ")")
 
 
 def _subsets_problems(mine, method, rank, world_size, positional) -> list[str]:

@@ -12,7 +12,7 @@ Parent -> worker:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from labs.harness.ranks.exercises import Unsolved
 from labs.harness.ranks.words import Words
@@ -57,7 +57,7 @@ class RankStatus:
         located: like a compiler, the reader's line first, when known:
         'labs/deadlocks.py:207: rank 1 blocked in recv(from 0, ...)'."""
         if located and self.where:
-            line = self.describe(timings).split(": ", 1)[1]
+            line = replace(self, where="").describe(timings).split(": ", 1)[1]
             return f"{self.where}: rank {self.rank} {line}"
         if self.blocked_in is not None:
             how_long = f" {self.blocked_for:.1f} s" if timings else ""
@@ -68,7 +68,8 @@ class RankStatus:
             line = f"rank {self.rank}: still starting or joining the process group"
         else:
             last = f"(its last call: {self.last.describe()})" if self.last else "(it had made none)"
-            line = f"rank {self.rank}: not inside a torch.distributed call {last}"
+            at = f", at {self.where}" if self.where else ""   # asleep, computing: its line
+            line = f"rank {self.rank}: not inside a torch.distributed call{at} {last}"
         if self.outstanding:
             line += "; posted, not completed: " + ", ".join(e.describe() for e in self.outstanding)
         return line

@@ -8,6 +8,9 @@ reference reduce-scatter), so the lesson still reads to its end.
 """
 from __future__ import annotations
 
+import os
+import sys
+
 from labs.harness.launch.errors import HangError, WorkerError
 from labs.harness.launch.messages import describe_statuses
 from labs.harness.ranks.exercises import SOLUTIONS_ENV
@@ -47,7 +50,18 @@ def say_unsolved(name: str, file: str) -> None:
         _SAID.add((cell, name))
     print(f"Exercise `{name}` ({file}) is not solved yet: below, the REFERENCE solution "
           f"runs in its place.")
-    print("Solve it, grade it with `make check`, then run this cell again to see your own.")
+    again = "run the widget again" if _in_widget() else "run this cell again"
+    print(f"Solve it, grade it with `make check`, then {again} to see your own.")
+
+
+def _in_widget() -> bool:
+    """Called from a widget's callback (its Run button, a slider), not from a cell's code."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if f"{os.sep}ipywidgets{os.sep}" in frame.f_code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def launch_exercise(fn, world_size: int = 2, args=(), timeout: float = 30.0, **kwargs):
