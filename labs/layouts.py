@@ -220,44 +220,21 @@ def train_layout(rank, world_size, pp, steps=3, step=None, seed=0):
     return {"stage": me.stage, "replica": me.replica, "params": _flat(stage), "losses": losses}
 
 
+class WorldAsDp:
+    """A mesh whose "dp" group is the whole world: the mistake of an all_reduce without
+    `group=`. Every stage has weights of the same shapes, so nothing complains; the stages'
+    gradients mix."""
+
+    def __init__(self, mesh):
+        self.mesh = mesh
+
+    def get_group(self, name):
+        return dist.group.WORLD if name == "dp" else self.mesh.get_group(name)
+
+
 def world_average_step(stage, x, target, mesh):
-    """The step with its gradient average over the WORLD instead of the dp group: every
-    stage has weights of the same shapes, so nothing complains; the stages' gradients mix."""
-    pp = mesh.get_group("pp")
-    s, n = dist.get_group_rank(pp, dist.get_rank()), dist.get_world_size(pp)
-    loss = _pipeline_pass(stage, x, target, pp, s, n)
-    for p in stage.parameters():
-        dist.all_reduce(p.grad)
-        p.grad /= dist.get_world_size()
-    return loss
-
-
-def _one_batch(op, tensor, group, group_peer):
-    for work in dist.batch_isend_irecv([dist.P2POp(op, tensor, group=group,
-                                                   group_peer=group_peer)]):
-        work.wait()
-
-
-def _pipeline_pass(stage, x, target, pp, s, n):
-    """Forward and backward through the pipeline group (the reference's own exchanges)."""
-    inp = x
-    if s > 0:
-        inp = torch.empty_like(x)
-        _one_batch(dist.irecv, inp, pp, s - 1)
-        inp.requires_grad_()
-    out = stage(inp)
-    loss = None
-    if s < n - 1:
-        _one_batch(dist.isend, out.detach(), pp, s + 1)
-        grad = torch.empty_like(out)
-        _one_batch(dist.irecv, grad, pp, s + 1)
-        out.backward(grad)
-    else:
-        loss = nn.functional.mse_loss(out, target)
-        loss.backward()
-    if s > 0:
-        _one_batch(dist.isend, inp.grad, pp, s - 1)
-    return None if loss is None else loss.detach()
+    """pp_dp_step with its gradient average over the world instead of the dp group."""
+    return pp_dp_step(stage, x, target, WorldAsDp(mesh))
 
 
 def compare_with_one_process(results, pp, steps=3):
@@ -300,6 +277,30 @@ def cycle_fixed(rank, world_size):
     t = torch.ones(1)
     dist.all_reduce(t, group=group_a)
     dist.all_reduce(t, group=group_b)
+    return t.item()
+
+
+def group_on_some_ranks(rank, world_size):
+    """Only ranks 0 and 1 call new_group([0, 1]) (rank 2 is not a member and skips it); then
+    every rank calls new_group([1, 2]) and ranks 1 and 2 all-reduce on it. torch asks every
+    rank of the job to enter every new_group, members or not (its docstring)."""
+    t = torch.ones(1)
+    if rank in (0, 1):
+        dist.all_reduce(t, group=dist.new_group([0, 1]))
+    later = dist.new_group([1, 2])
+    if rank in (1, 2):
+        dist.all_reduce(t, group=later)
+    return t.item()
+
+
+def groups_in_other_orders(rank, world_size):
+    """Rank 0 creates [0, 1] then [1, 2]; the others [1, 2] then [0, 1]: every rank made
+    both groups, in another order. Then an all_reduce on the group holding 0 and 1."""
+    order = ([0, 1], [1, 2]) if rank == 0 else ([1, 2], [0, 1])
+    made = {tuple(ranks): dist.new_group(ranks) for ranks in order}
+    t = torch.ones(1)
+    if rank in (0, 1):
+        dist.all_reduce(t, group=made[(0, 1)])
     return t.item()
 
 
