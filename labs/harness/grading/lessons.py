@@ -31,6 +31,8 @@ LESSONS_FUNCTIONS = {
                   "timeout_closes_pair", "exchange_blocking", "demo"),
     "gradients": ("average_gradients_all_reduce", "averaging_check"),
     "jobs": ("work_objects", "overlap_timing", "_p2p_serial", "_all_reduce_step", "demo"),
+    "layouts": ("peer_outside_group", "global_for_group_rank", "cycle_across_groups",
+                "cycle_fixed", "group_on_some_ranks", "groups_in_other_orders"),
     "p2p": ("first_send", "nonblocking_pair", "completion_on_gloo", "touch_before_wait",
             "read_before_wait", "rendezvous_send", "any_source", "demo"),
     "patterns": ("blocking_send_forward_recv_backward", "blocking_send_backward_recv_forward",
