@@ -20,7 +20,9 @@ from labs.layouts import make_mesh, make_stages, micro_batch, place
 
 LAYOUTS = {1: (1, 1), 2: (2, 1), 3: (3, 1), 4: (2, 2), 5: (5, 1), 6: (3, 2), 7: (7, 1),
            8: (4, 2)}
-DTYPES = ("float32", "float64")
+# (dtype, step): a second float32 step on other data, as training calls it again: a buffer or
+# an input's .grad kept from the first call shows there.
+CASES = (("float32", 0), ("float64", 0), ("float32", 1))
 SEED = 1
 
 
@@ -28,7 +30,7 @@ SEED = 1
 class StepRecord:
     """One call of pp_dp_step on one rank."""
 
-    dtype: str
+    case: tuple           # (dtype, step)
     done: object          # the Call
     grads: list           # the stage's .grad after the call
     stage: int
@@ -36,10 +38,10 @@ class StepRecord:
     pp_ranks: tuple
 
 
-def _inputs(pp, dp, replica, stage, dtype):
+def _inputs(pp, dp, replica, stage, dtype, step):
     kind = getattr(torch, dtype)
     module = make_stages(pp, SEED)[stage].to(kind)
-    x, target = micro_batch(replica, dp, 0, SEED)
+    x, target = micro_batch(replica, dp, step, SEED)
     return module, x.to(kind), target.to(kind)
 
 
@@ -49,21 +51,22 @@ def step_worker(rank, world_size, impl):
     mesh = make_mesh(world_size, pp)
     me = place(mesh)
     records = []
-    for dtype in DTYPES:
-        module, x, target = _inputs(pp, dp, me.replica, me.stage, dtype)
+    for dtype, step in CASES:
+        module, x, target = _inputs(pp, dp, me.replica, me.stage, dtype, step)
         done = call(fn, module, x, target, mesh, must_complete=True,
-                    case=f"{dtype}, layout (pp={pp}, dp={dp})")
+                    case=f"{dtype}, step {step}, layout (pp={pp}, dp={dp})")
         grads = [None if p.grad is None else p.grad.clone() for p in module.parameters()]
-        records.append(StepRecord(dtype, done, grads, me.stage, me.replica, me.pp_ranks))
+        records.append(StepRecord((dtype, step), done, grads, me.stage, me.replica,
+                                  me.pp_ranks))
     return records
 
 
-def one_process(pp, dp, dtype):
+def one_process(pp, dp, dtype, step):
     """The whole model in one process: per replica (loss, [grads per stage])."""
     out = []
     for replica in range(dp):
-        stages = [_inputs(pp, dp, replica, s, dtype)[0] for s in range(pp)]
-        _, x, target = _inputs(pp, dp, replica, 0, dtype)
+        stages = [_inputs(pp, dp, replica, s, dtype, step)[0] for s in range(pp)]
+        _, x, target = _inputs(pp, dp, replica, 0, dtype, step)
         loss = nn.functional.mse_loss(nn.Sequential(*stages)(x), target)
         loss.backward()
         out.append((loss.detach(), [[p.grad for p in s.parameters()] for s in stages]))
@@ -78,11 +81,12 @@ def _mean(tensors):
 def test_pp_dp_step(impl, world_size):
     pp, dp = LAYOUTS[world_size]
     results = grade(step_worker, world_size, args=(impl,), what="pp_dp_step")
-    for i, dtype in enumerate(DTYPES):
-        replicas = one_process(pp, dp, dtype)
+    for i, (dtype, step) in enumerate(CASES):
+        replicas = one_process(pp, dp, dtype, step)
         for rank, records in enumerate(results):
             record = records[i]
-            what = f"pp_dp_step({dtype}, layout pp={pp} x dp={dp}, world_size={world_size})"
+            what = f"pp_dp_step({dtype}, step {step}, layout pp={pp} x dp={dp}, " \
+                   f"world_size={world_size})"
             check_pipeline_peers(record, what, rank=rank)
             check_loss(record, replicas, pp, what, rank=rank)
             check_grads(record, replicas, pp, what, rank=rank)
