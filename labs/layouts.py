@@ -23,6 +23,7 @@ The exercise: `pp_dp_step(stage, x, target, mesh)` (notebook 13, Exercise).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -259,11 +260,20 @@ def step_timeline(rank, world_size, pp=2):
         pp_dp_step(stage, x, target, mesh)
 
 
+# A group made by new_group has its own timeout: on gloo the 30-minute default, not the default
+# group's (fixed when the group is made). The demos below that hang give theirs 1.5 s.
+GROUP_TIMEOUT_S = 1.5
+
+
+def new_group(ranks, timeout_s=GROUP_TIMEOUT_S):
+    return dist.new_group(ranks, timeout=timedelta(seconds=timeout_s))
+
+
 def cycle_across_groups(rank, world_size):
     """Ranks 0 and 1 share two groups, A and B (both [0, 1]): rank 0 all-reduces on A then
     on B, rank 1 on B then on A. On gloo each group is its own context, so rank 0 waits in
     A for rank 1, which waits in B for rank 0: a cycle, a hang."""
-    group_a, group_b = dist.new_group([0, 1]), dist.new_group([0, 1])
+    group_a, group_b = new_group([0, 1]), new_group([0, 1])
     t = torch.ones(1)
     first, second = (group_a, group_b) if rank == 0 else (group_b, group_a)
     dist.all_reduce(t, group=first)
@@ -273,7 +283,7 @@ def cycle_across_groups(rank, world_size):
 
 def cycle_fixed(rank, world_size):
     """The same two all-reduces in one order on every rank: A then B."""
-    group_a, group_b = dist.new_group([0, 1]), dist.new_group([0, 1])
+    group_a, group_b = new_group([0, 1]), new_group([0, 1])
     t = torch.ones(1)
     dist.all_reduce(t, group=group_a)
     dist.all_reduce(t, group=group_b)
@@ -286,8 +296,8 @@ def group_on_some_ranks(rank, world_size):
     rank of the job to enter every new_group, members or not (its docstring)."""
     t = torch.ones(1)
     if rank in (0, 1):
-        dist.all_reduce(t, group=dist.new_group([0, 1]))
-    later = dist.new_group([1, 2])
+        dist.all_reduce(t, group=new_group([0, 1]))
+    later = new_group([1, 2])
     if rank in (1, 2):
         dist.all_reduce(t, group=later)
     return t.item()
@@ -297,7 +307,7 @@ def groups_in_other_orders(rank, world_size):
     """Rank 0 creates [0, 1] then [1, 2]; the others [1, 2] then [0, 1]: every rank made
     both groups, in another order. Then an all_reduce on the group holding 0 and 1."""
     order = ([0, 1], [1, 2]) if rank == 0 else ([1, 2], [0, 1])
-    made = {tuple(ranks): dist.new_group(ranks) for ranks in order}
+    made = {tuple(ranks): new_group(ranks) for ranks in order}
     t = torch.ones(1)
     if rank in (0, 1):
         dist.all_reduce(t, group=made[(0, 1)])
