@@ -261,8 +261,11 @@ def step_timeline(rank, world_size, pp=2):
 
 
 # A group made by new_group has its own timeout: on gloo the 30-minute default, not the default
-# group's (fixed when the group is made). The demos below that hang give theirs 1.5 s.
+# group's (fixed when the group is made). The demos of uneven group creation give theirs 1.5 s;
+# the cycle's groups wait longer than its launch deadline, which stops it (a HangError that
+# names the call each rank sits in).
 GROUP_TIMEOUT_S = 1.5
+CYCLE_GROUP_TIMEOUT_S = 30.0
 
 
 def new_group(ranks, timeout_s=GROUP_TIMEOUT_S):
@@ -273,7 +276,7 @@ def cycle_across_groups(rank, world_size):
     """Ranks 0 and 1 share two groups, A and B (both [0, 1]): rank 0 all-reduces on A then
     on B, rank 1 on B then on A. On gloo each group is its own context, so rank 0 waits in
     A for rank 1, which waits in B for rank 0: a cycle, a hang."""
-    group_a, group_b = new_group([0, 1]), new_group([0, 1])
+    group_a, group_b = (new_group([0, 1], CYCLE_GROUP_TIMEOUT_S) for _ in "ab")
     t = torch.ones(1)
     first, second = (group_a, group_b) if rank == 0 else (group_b, group_a)
     dist.all_reduce(t, group=first)
@@ -283,7 +286,7 @@ def cycle_across_groups(rank, world_size):
 
 def cycle_fixed(rank, world_size):
     """The same two all-reduces in one order on every rank: A then B."""
-    group_a, group_b = new_group([0, 1]), new_group([0, 1])
+    group_a, group_b = (new_group([0, 1], CYCLE_GROUP_TIMEOUT_S) for _ in "ab")
     t = torch.ones(1)
     dist.all_reduce(t, group=group_a)
     dist.all_reduce(t, group=group_b)
