@@ -6,8 +6,9 @@ size, body), a correct body in another style than solutions/. A body is
   red_teams.py  rounds 3 to 9: red teams that read the stubs, the graders and the bodies
   ours.py       rounds 10 to 15 and later: reductions, precision, layouts, our own kinds
   causes.py     issue 44: messages that name the cause, a correct body a probe rejected
+  layouts.py    lesson 13: group vs global ranks, the dp group, one batch per exchange
 """
-from tests.harness.catalogue import causes, lessons, ours, red_teams
+from tests.harness.catalogue import causes, layouts, lessons, ours, red_teams
 
-WRONG = lessons.WRONG + red_teams.WRONG + ours.WRONG + causes.WRONG
-RIGHT = lessons.RIGHT + red_teams.RIGHT + ours.RIGHT + causes.RIGHT
+WRONG = lessons.WRONG + red_teams.WRONG + ours.WRONG + causes.WRONG + layouts.WRONG
+RIGHT = lessons.RIGHT + red_teams.RIGHT + ours.RIGHT + causes.RIGHT + layouts.RIGHT
