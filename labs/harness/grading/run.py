@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 import re
 
 from labs import HangError, WorkerError, launch
 from labs.harness.grading import gloo_said
+from labs.harness.grading.reference_cache import CACHE_ENV
 from labs.harness.launch.messages import describe_statuses
 from labs.harness.launch.spec import PROGRESS_CAP, STUCK_SECONDS
 from labs.harness.ranks.exercises import SOLUTIONS_ENV
@@ -81,7 +83,8 @@ def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
         pg_timeout = PROGRESS_CAP * timeout
     try:
         return launch(worker, world_size, args=args, timeout=timeout, quiet=True,
-                      pg_timeout=pg_timeout, env={SOLUTIONS_ENV: "0"},
+                      pg_timeout=pg_timeout,
+                      env={SOLUTIONS_ENV: "0", CACHE_ENV: os.environ.get(CACHE_ENV, "")},
                       stuck_after=HANG_SECONDS, **kwargs)
     except WorkerError as exc:
         if exc.unsolved:
