@@ -238,11 +238,12 @@ class GradedBody(CalledAgain):
         return entry.ops, entry.refused
 
     def _reference_live(self, args, kwargs) -> reference_cache.Entry:
-        """The reference run now. Its timeline events are dropped: the trace shows the
-        body's calls. A contract that raises (checked_exchange on a mismatch, a ring given a
-        tensor it refuses) keeps what the reference did before raising."""
+        """The reference run now. Its timeline events are dropped, and its batches not
+        counted: the trace shows the body's calls, the same whether the reference ran or was
+        kept. A contract that raises (checked_exchange on a mismatch, a ring given a tensor
+        it refuses) keeps what the reference did before raising."""
         copies = copy_args((args, kwargs))
-        start = len(tracing.TRACER.events)
+        start, batches = len(tracing.TRACER.events), tracing.TRACER._batches
         refused, generator, out = False, torch.get_rng_state(), None
         with record() as ops:
             try:
@@ -254,6 +255,7 @@ class GradedBody(CalledAgain):
                 refused = True
             finally:
                 del tracing.TRACER.events[start:]
+                tracing.TRACER._batches = batches
         after = torch.get_rng_state()
         drew = not torch.equal(generator, after)
         return reference_cache.Entry(ops, refused, out, drew, after if drew else None)
