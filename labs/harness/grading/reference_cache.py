@@ -11,8 +11,9 @@ file named by a hash of exactly that:
     your file's helpers, lesson 06's plan_buckets: editing one regrades);
   * the exercise, the world size, this rank, and EVERY rank's arguments (what a rank sends
     in a ring depends on what the others hold): shapes, dtypes, strides, which arguments
-    share memory, values; a model's parameters and gradients; the random generator's state;
-    how the record is taken (hashing sends, noting a probe's values, tags ignored).
+    share memory, values; a model's parameters and gradients; how the record is taken
+    (hashing sends, noting a probe's values, tags ignored). A reference that drew random
+    numbers is not kept (its record would depend on the generator's state).
 
 All ranks must agree on a hit: a rank that misses runs the reference, which communicates,
 and a rank that hit would not answer. So every call decides together, through the launch's
@@ -27,7 +28,7 @@ import hashlib
 import os
 import sys
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
@@ -55,9 +56,7 @@ class Entry:
     ops: list
     refused: bool
     out: list | None              # the tensors it returned (or wrote); None on a probe
-    drew: bool                    # it drew random numbers
-    rng_after: torch.Tensor | None = None      # the generator's state after, if it drew
-    extra: dict = field(default_factory=dict)
+    drew: bool                    # it drew random numbers (then it is never kept)
 
 
 def folder() -> Path | None:
@@ -78,14 +77,13 @@ def reference_run(module: str, name: str, args, kwargs, live, keep_out=True):
     entry = _load(path)
     if all(flag == "1" for flag in _agree("1" if entry is not None else "0")):
         _touch(path)
-        if entry.drew and entry.rng_after is not None:
-            torch.set_rng_state(entry.rng_after)
         return entry
     groups = _group_count()
     entry = live(args, kwargs)
-    if _group_count() == groups:         # a reference that made a group changed the names
-        _save(path, entry if keep_out else Entry(entry.ops, entry.refused, None, entry.drew,
-                                                 entry.rng_after))
+    # Not kept: a reference that drew random numbers (its record depends on the generator's
+    # state, which depends on what the process imported), or made a group (the names).
+    if not entry.drew and _group_count() == groups:
+        _save(path, entry if keep_out else Entry(entry.ops, entry.refused, None, entry.drew))
     return entry
 
 
@@ -118,15 +116,14 @@ def _group_count() -> int:
 # -- what a call depends on ------------------------------------------------------------------
 
 def _digest_of_call(args, kwargs) -> str | None:
-    """This rank's arguments, generator and recording mode, hashed; None: not cacheable
-    (an argument of a kind not known here, or the call made inside another record)."""
+    """This rank's arguments and recording mode, hashed; None: not cacheable (an argument
+    of a kind not known here, or the call made inside another record)."""
     if record._ACTIVE:
         return None
     h, storages = hashlib.sha256(), {}
     context = (DIGESTS[-1] if DIGESTS else None, repr(DISTINCT[-1]) if DISTINCT else None,
                bool(tags.TAGLESS))
     h.update(repr(context).encode())
-    h.update(_flat_bytes(torch.get_rng_state()).numpy().tobytes())
     with torch._C.DisableTorchFunctionSubclass():
         if not _feed(h, (args, kwargs), storages):
             return None
@@ -189,14 +186,15 @@ def _feed_module(h, module: torch.nn.Module, storages: dict) -> bool:
 # -- what the reference is: its frame ----------------------------------------------------------
 
 @functools.lru_cache(maxsize=None)
-def frame(module: str) -> str:
+def frame(module: str, root: Path = COURSE_ROOT) -> str:
     """One hash of the reference's module `module` ("solutions.ring"), what it imports, the
-    grading harness, and the source of every labs/ function or class they use."""
-    solution = COURSE_ROOT / Path(*module.split(".")).with_suffix(".py")
-    harness = Path(__file__).with_name("graded.py")
-    files = memory.imported_files(solution)
+    grading harness, and the source of every labs/ function or class they use (as loaded)."""
+    root = Path(root)
+    solution = root / Path(*module.split(".")).with_suffix(".py")
+    harness = root / "labs" / "harness" / "grading" / "graded.py"
+    files = memory.imported_files(solution, root)
     used = memory.sources(_labs_used(files))
-    return memory._hash(memory.frame_digest(solution), memory.frame_digest(harness),
+    return memory._hash(memory.frame_digest(solution, root), memory.frame_digest(harness, root),
                         *(f"{n}\n{text}" for n, text in sorted(used.items())))
 
 
