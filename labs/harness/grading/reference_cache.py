@@ -9,16 +9,22 @@ file named by a hash of exactly that:
     what they import (memory.frame_digest: the test configuration, Python's and torch's
     versions too), and the source of every labs/ function they use (a reference may call
     your file's helpers, lesson 06's plan_buckets: editing one regrades);
-  * the exercise, the world size, this rank, and EVERY rank's arguments (what a rank sends
-    in a ring depends on what the others hold): shapes, dtypes, strides, which arguments
-    share memory, values; a model's parameters and gradients; how the record is taken
-    (hashing sends, noting a probe's values, tags ignored). A reference that drew random
-    numbers is not kept (its record would depend on the generator's state).
+  * the exercise, the world size, this rank, its place in the launch (below: what the
+    others hold, on which a ring's record depends, follows from it), and this rank's
+    arguments: shapes, dtypes, strides, which arguments share memory, values; a model's
+    parameters and gradients; how the record is taken (hashing sends, noting a probe's
+    values, tags ignored). A reference that drew random numbers is not kept (its record
+    would depend on the generator's state).
 
 All ranks must agree on a hit: a rank that misses runs the reference, which communicates,
-and a rank that hit would not answer. So every call decides together, through the launch's
-store: each rank posts its arguments' digest (or "-": cannot be cached), then whether it
-holds its entry; the cache is used only if every rank does. Off unless CACHE_ENV names a
+and a partner that hit would not answer. So records are kept per launch, whole: each rank
+writes its records into the launch's staging folder, and grade() moves them into the cache
+only when the launch ended with every rank done (`commit`); a launch that failed or hung
+keeps nothing. A record's name holds the rank's place in the launch (the grader's worker,
+the how-many-th reference call of this rank): a later launch of the same grader reaches the
+same calls in the same order on every rank, and finds all of them kept, or none. (An
+exchange through the store cannot decide it: ranks sit out some calls, e.g. at odd world
+sizes in lesson 04, so their decisions would not line up.) Off unless CACHE_ENV names a
 folder (make check: beside its grades; tests: a temporary one).
 """
 from __future__ import annotations
@@ -26,10 +32,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import shutil
 import sys
+import tempfile
+import time
 import types
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 
 import torch
@@ -38,15 +46,13 @@ import torch.distributed as dist
 from labs.harness import COURSE_ROOT
 from labs.harness.grading import memory, record, tags
 from labs.harness.grading.buffers import DIGESTS, DISTINCT, _flat_bytes
-from labs.harness.ranks import tracing
 
 CACHE_ENV = "P2P_REFERENCE_CACHE"        # the folder; unset or empty: no cache
+STAGE_ENV = "P2P_REFERENCE_STAGING"      # a launch's own folder, for its workers' records
 CAP_BYTES = 2 << 30                       # prune() keeps the newest entries within this
-_STORE_PREFIX = "p2p-reference-cache"
-_WAIT = timedelta(hours=1)      # a peer that never answers ends with its launch, not here
 _SIMPLE = (int, float, complex, str, bytes, bool, type(None), torch.dtype, torch.device,
            torch.memory_format, torch.layout)
-_calls = 0                      # decisions taken in this process (the same on every rank)
+_calls = 0                      # reference calls in this worker so far
 
 
 @dataclass
@@ -65,48 +71,71 @@ def folder() -> Path | None:
 
 
 def reference_run(module: str, name: str, args, kwargs, live, keep_out=True):
-    """`live(args, kwargs)` -> Entry, run on every rank, or the kept Entry on every rank."""
+    """`live(args, kwargs)` -> Entry, or the Entry a whole earlier launch kept."""
+    global _calls
     where = folder()
     if where is None or not dist.is_initialized():
         return live(args, kwargs)
+    _calls += 1
     mine = _digest_of_call(args, kwargs)
-    digests = _agree(mine or "-")
-    if "-" in digests:
+    if mine is None:
         return live(args, kwargs)
-    path = where / f"{_key(module, name, digests)}.pt"
-    entry = _load(path)
-    if all(flag == "1" for flag in _agree("1" if entry is not None else "0")):
-        _touch(path)
+    key = memory._hash(frame(module), name, str(dist.get_world_size()), str(dist.get_rank()),
+                       str(_calls), _worker(), mine)
+    entry = _load(where / f"{key}.pt")
+    if entry is not None:
+        _touch(where / f"{key}.pt")
         return entry
     groups = _group_count()
     entry = live(args, kwargs)
+    staging = os.environ.get(STAGE_ENV, "")
     # Not kept: a reference that drew random numbers (its record depends on the generator's
     # state, which depends on what the process imported), or made a group (the names).
-    if not entry.drew and _group_count() == groups:
-        _save(path, entry if keep_out else Entry(entry.ops, entry.refused, None, entry.drew))
+    if staging and not entry.drew and _group_count() == groups:
+        _save(Path(staging) / f"{key}.pt",
+              entry if keep_out else Entry(entry.ops, entry.refused, None, entry.drew))
     return entry
 
 
-def _key(module: str, name: str, digests: list[str]) -> str:
-    return memory._hash(frame(module), name, str(dist.get_world_size()),
-                        str(dist.get_rank()), *digests)
+def _worker() -> str:
+    """The grader's worker this call runs in: the outermost frame in tests/ (file:function)."""
+    found, frame_ = "", sys._getframe(1)
+    tests = str(COURSE_ROOT / "tests") + os.sep
+    while frame_ is not None:
+        if frame_.f_code.co_filename.startswith(tests):
+            found = f"{os.path.relpath(frame_.f_code.co_filename, COURSE_ROOT)}:" \
+                    f"{frame_.f_code.co_name}"
+        frame_ = frame_.f_back
+    return found
 
 
-def _agree(value: str) -> list[str]:
-    """Every rank's `value`, in rank order, through the launch's store. While it waits the
-    rank counts as waiting (launch's stuck_after: a peer stuck in its body is a hang)."""
-    global _calls
-    _calls += 1
-    store = dist.distributed_c10d._get_default_store()
-    keys = [f"{_STORE_PREFIX}/{_calls}/{r}" for r in range(dist.get_world_size())]
-    store.set(keys[dist.get_rank()], value)
-    tracing.TRACER.raw_waits += 1
+def staging_folder() -> str:
+    """A new staging folder for one launch's records ("" when the cache is off)."""
+    where = folder()
+    if where is None:
+        return ""
     try:
-        store.wait(keys, _WAIT)
-        return [v.decode() for v in store.multi_get(keys)]
-    finally:
-        tracing.TRACER.raw_waits -= 1
-        tracing.TRACER.raw_waits_done += 1
+        where.mkdir(parents=True, exist_ok=True)
+        return tempfile.mkdtemp(prefix=".launch-", dir=where)
+    except OSError:
+        return ""
+
+
+def commit(staging: str) -> None:
+    """The launch ended with every rank done: its records join the cache."""
+    where = folder()
+    if not staging or where is None:
+        return
+    for path in Path(staging).glob("*.pt"):
+        try:
+            os.replace(path, where / path.name)
+        except OSError:
+            pass
+
+
+def discard(staging: str) -> None:
+    if staging:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _group_count() -> int:
@@ -249,10 +278,14 @@ def _save(path: Path, entry: Entry) -> None:
 
 def prune(where: Path | None = None, cap: int = CAP_BYTES) -> None:
     """Remove the oldest entries until the folder holds at most `cap` bytes (an edit of
-    solutions/ or the harness leaves the old frame's entries unused)."""
+    solutions/ or the harness leaves the old frame's entries unused), and the staging
+    folders a killed run left."""
     where = where or folder()
     if where is None or not where.is_dir():
         return
+    for left in where.glob(".launch-*"):
+        if left.stat().st_mtime < time.time() - 3600:      # not a launch running now
+            discard(str(left))
     files = sorted(where.glob("*.pt"), key=lambda p: p.stat().st_mtime, reverse=True)
     total = 0
     for path in files:
