@@ -32,10 +32,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import shutil
 import sys
-import tempfile
-import time
 import types
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,10 +43,10 @@ import torch.distributed as dist
 from labs.harness import COURSE_ROOT
 from labs.harness.grading import memory, record, tags
 from labs.harness.grading.buffers import DIGESTS, DISTINCT, _flat_bytes
+from labs.harness.grading.reference_files import (CACHE_ENV, STAGE_ENV,  # noqa: F401
+                                                  commit, discard, folder, prune,
+                                                  staging_folder)
 
-CACHE_ENV = "P2P_REFERENCE_CACHE"        # the folder; unset or empty: no cache
-STAGE_ENV = "P2P_REFERENCE_STAGING"      # a launch's own folder, for its workers' records
-CAP_BYTES = 2 << 30                       # prune() keeps the newest entries within this
 _SIMPLE = (int, float, complex, str, bytes, bool, type(None), torch.dtype, torch.device,
            torch.memory_format, torch.layout)
 _calls = 0                      # reference calls in this worker so far
@@ -63,11 +60,6 @@ class Entry:
     refused: bool
     out: list | None              # the tensors it returned (or wrote); None on a probe
     drew: bool                    # it drew random numbers (then it is never kept)
-
-
-def folder() -> Path | None:
-    where = os.environ.get(CACHE_ENV, "")
-    return Path(where) if where else None
 
 
 def reference_run(module: str, name: str, args, kwargs, live, keep_out=True):
@@ -107,35 +99,6 @@ def _worker() -> str:
                     f"{frame_.f_code.co_name}"
         frame_ = frame_.f_back
     return found
-
-
-def staging_folder() -> str:
-    """A new staging folder for one launch's records ("" when the cache is off)."""
-    where = folder()
-    if where is None:
-        return ""
-    try:
-        where.mkdir(parents=True, exist_ok=True)
-        return tempfile.mkdtemp(prefix=".launch-", dir=where)
-    except OSError:
-        return ""
-
-
-def commit(staging: str) -> None:
-    """The launch ended with every rank done: its records join the cache."""
-    where = folder()
-    if not staging or where is None:
-        return
-    for path in Path(staging).glob("*.pt"):
-        try:
-            os.replace(path, where / path.name)
-        except OSError:
-            pass
-
-
-def discard(staging: str) -> None:
-    if staging:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _group_count() -> int:
@@ -274,21 +237,3 @@ def _save(path: Path, entry: Entry) -> None:
         os.replace(tmp, path)
     except OSError:
         pass            # a full disk or a read-only folder: graded live next time too
-
-
-def prune(where: Path | None = None, cap: int = CAP_BYTES) -> None:
-    """Remove the oldest entries until the folder holds at most `cap` bytes (an edit of
-    solutions/ or the harness leaves the old frame's entries unused), and the staging
-    folders a killed run left."""
-    where = where or folder()
-    if where is None or not where.is_dir():
-        return
-    for left in where.glob(".launch-*"):
-        if left.stat().st_mtime < time.time() - 3600:      # not a launch running now
-            discard(str(left))
-    files = sorted(where.glob("*.pt"), key=lambda p: p.stat().st_mtime, reverse=True)
-    total = 0
-    for path in files:
-        total += path.stat().st_size
-        if total > cap:
-            path.unlink(missing_ok=True)

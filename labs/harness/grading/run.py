@@ -8,8 +8,8 @@ import re
 
 from labs import HangError, WorkerError, launch
 from labs.harness.grading import gloo_said
-from labs.harness.grading import reference_cache
-from labs.harness.grading.reference_cache import CACHE_ENV, STAGE_ENV
+from labs.harness.grading import reference_files
+from labs.harness.grading.reference_files import CACHE_ENV, STAGE_ENV
 from labs.harness.launch.messages import describe_statuses
 from labs.harness.launch.spec import PROGRESS_CAP, STUCK_SECONDS
 from labs.harness.ranks.exercises import SOLUTIONS_ENV
@@ -91,13 +91,13 @@ def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
     """
     if pg_timeout is None:
         pg_timeout = PROGRESS_CAP * timeout
-    staging = reference_cache.staging_folder()    # the reference's records, kept if all done
+    staging = reference_files.staging_folder()    # the reference's records, kept if all done
     try:
         results = launch(worker, world_size, args=args, timeout=timeout, quiet=True,
                          pg_timeout=pg_timeout, stuck_after=HANG_SECONDS,
                          env={SOLUTIONS_ENV: "0", STAGE_ENV: staging,
                               CACHE_ENV: os.environ.get(CACHE_ENV, "")}, **kwargs)
-        reference_cache.commit(staging)
+        reference_files.commit(staging)
         return results
     except WorkerError as exc:
         if exc.unsolved:
@@ -115,7 +115,7 @@ def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
     except HangError as exc:
         raise _hang_failure(exc, what, world_size) from None
     finally:
-        reference_cache.discard(staging)
+        reference_files.discard(staging)
 
 
 def _checked_failure(exc: WorkerError, rank: int, what: str, world_size: int) -> GradeFailure:
