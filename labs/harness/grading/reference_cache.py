@@ -39,6 +39,7 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
+from torch.distributed.device_mesh import DeviceMesh
 
 from labs.harness import COURSE_ROOT
 from labs.harness.grading import memory, record, tags
@@ -128,6 +129,11 @@ def _feed(h, obj, storages: dict) -> bool:
         return _feed_tensor(h, obj, storages)
     if isinstance(obj, torch.nn.Module):
         return _feed_module(h, obj, storages)
+    if isinstance(obj, DeviceMesh):      # lesson 13: the layout, and which groups it made
+        groups = [obj.get_group(d).group_name for d in range(obj.ndim)]
+        h.update(repr(("mesh", obj.device_type, obj.mesh.tolist(), obj.mesh_dim_names,
+                       groups)).encode())
+        return True
     if isinstance(obj, (list, tuple)):
         h.update(f"{type(obj).__name__}[{len(obj)}".encode())
         return all(_feed(h, item, storages) for item in obj)
