@@ -1,7 +1,9 @@
 """Lesson 13's layout under the doctor, on real torchrun jobs: the (pp, dp) step is clean at
 2, 3 and 4 ranks; two groups whose calls replicas order differently (the gradients' dp group,
 the loss statistic's world group) are a cycle named at both lines; a global rank used as
-group_peer is named at the call that raised, with the receives it left unmatched."""
+group_peer is named at the call that raised, with the receives it left unmatched; its silent
+form (3 x 2, only stage 0 wrong: nothing raises) is a cycle named at the send to the wrong
+stage."""
 from __future__ import annotations
 
 import functools
@@ -57,4 +59,20 @@ def test_a_global_rank_as_group_peer_is_named_where_it_raised():
     assert {rank for rank, _ in f.where} == {1}
     assert {w for _, w in f.where} == {at("for work in dist.batch_isend_irecv")}
     assert "Group rank 2 is not part of group" in f.gloo
+    assert report.status == 1
+
+
+@pytest.mark.all_lane         # 6 ranks: make test-all
+def test_a_global_rank_as_group_peer_that_raises_nothing_is_a_cycle_at_the_send():
+    # rank 1's group_peer 2 is rank 5, replica 1's last stage: 1 waits to send to 5, 5 to
+    # receive from 3, 3 from 1. The doctor names the send and its wrong destination; the
+    # line that computed the number (`rank + 1`) it cannot know.
+    report = doctor(6, "--pp", "3", "--bug", "group-rank-silent")
+    [f] = report.by_kind("deadlock")
+    assert set(map(tuple, f.where)) == {(r, at("for work in dist.batch_isend_irecv"))
+                                        for r in (1, 3, 5)}, report.text()
+    assert "rank 1 waits in isend (batch_isend_irecv) of 32 x float32 to rank 5" in f.gloo
+    assert "ranks [1, 3, 5]" in f.gloo
+    send = at("one_message(dist.isend, out.detach(), pp, next_stage)").split(":")[-1]
+    assert f"layout_pp_dp.py:{send} in pipeline_pass" in report.text(), report.text()
     assert report.status == 1

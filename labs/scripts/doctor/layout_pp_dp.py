@@ -4,9 +4,13 @@ message, group_peer = a rank INSIDE the group), then each stage's gradients aver
 its data-parallel group, and a loss statistic all-reduced on a group of its own.
 
     python -m labs.doctor --nproc-per-node 4 labs/scripts/doctor/layout_pp_dp.py --pp 2
-    ... --bug group-rank   (6 ranks, --pp 3) stage 0 names its next stage `rank + 1`, a
-                           global rank, as group_peer: replica 1's message goes to its last
-                           stage, not to stage 1
+    ... --bug group-rank   every stage names its next stage `rank + 1`, a global rank, as
+                           group_peer: at 4 ranks (--pp 2) rank 1's group_peer 2 is past its
+                           group's end, and P2POp raises (so does rank 2's at 6 ranks, --pp 3)
+    ... --bug group-rank-silent   (6 ranks, --pp 3) only stage 0 does: nothing raises; rank 0's
+                           group_peer 1 is its next stage by coincidence, rank 1's group_peer 2
+                           resolves to rank 5, replica 1's LAST stage: rank 1 waits for a
+                           gradient from 5, 5 for an activation from 3, 3 from 1 -- a cycle
     ... --bug order        odd replicas all-reduce the loss statistic before the gradients,
                            even ones after: two groups whose calls ranks order differently
 """
@@ -62,7 +66,7 @@ def average(layer, loss, dp, stats, stats_first):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--pp", type=int, default=2)
-    parser.add_argument("--bug", choices=("group-rank", "order"), default=None)
+    parser.add_argument("--bug", choices=("group-rank", "group-rank-silent", "order"), default=None)
     args = parser.parse_args()
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -74,7 +78,8 @@ def main():
     torch.manual_seed(s)
     layer = nn.Linear(WIDTH, WIDTH)
     x = torch.randn(BATCH, WIDTH, generator=torch.Generator().manual_seed(replica))
-    next_stage = rank + 1 if args.bug == "group-rank" else s + 1
+    global_as_group_rank = args.bug == "group-rank" or (args.bug == "group-rank-silent" and s == 0)
+    next_stage = rank + 1 if global_as_group_rank else s + 1
     loss = pipeline_pass(layer, x, pp, s, n, next_stage)
     average(layer, loss, dp, stats, stats_first=args.bug == "order" and replica % 2 == 1)
     print(f"stage {s}, replica {replica}: grad sum {sum(p.grad.sum() for p in layer.parameters()):.4f}")

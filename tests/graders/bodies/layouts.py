@@ -104,3 +104,18 @@ def _divide_first(stage, mesh):
 
 def global_peers_divide_first(stage, x, target, mesh):
     return _step(stage, x, target, mesh, _by_global_peer, _divide_first)
+
+
+def calls_the_reference(stage, x, target, mesh):
+    """Wrong: the reference solution does the step."""
+    from solutions.layouts import pp_dp_step
+    return pp_dp_step(stage, x, target, mesh)
+
+
+def borrows_the_lessons_cycle_fixed(stage, x, target, mesh):
+    """Wrong: its own step, then lesson 13's demonstration `cycle_fixed` (two all_reduces on
+    groups of ranks 0 and 1) as a check that the ranks are in step: the course's own code."""
+    from labs.layouts import cycle_fixed
+    loss = _step(stage, x, target, mesh, _send_recv, _dp_mean)
+    cycle_fixed(dist.get_rank(), dist.get_world_size())
+    return loss
