@@ -65,6 +65,38 @@ def test_the_ring_grader_names_the_dropped_remainder_at_a_body_line(world_size):
 
 
 @pytest.mark.slow
+def test_the_reduce_scatter_grader_names_the_shared_cause_at_a_body_line():
+    """Lesson 05's reduce-scatter: each received chunk added up to numel // p elements only.
+    Its messages are the method's; the values fail on every size p does not divide."""
+    with pytest.raises(GradeFailure) as failed:
+        test_ring.test_ring_reduce_scatter(f"{BODIES}:reduce_scatter_adds_floor", 3)
+    assert len(failed.value.problems) == 1, failed.value.problems
+    text = failed.value.problems[0]
+    assert text.startswith("tests/graders/bodies/report_ring.py:"), text
+    assert "at world size 3, with one cause" in text
+    assert "only sizes not divisible by the world size fail" in text
+    assert "still holds the rank's own input" in text and "dtype" not in text
+
+
+@pytest.mark.slow
+def test_a_bucket_plan_bug_is_told_one_way_at_every_world_size():
+    """Issue 52 item 9: a plan that counts elements, not bytes, told in the same words at 2, 3
+    and 6 ranks (the numbers aside), and in the plan's words, not a probe's."""
+    import re
+
+    from tests.graders import test_gradients
+    told = {}
+    for world_size in (2, 3, 6):
+        with pytest.raises(GradeFailure) as failed:
+            test_gradients.test_average_gradients_bucketed(
+                "tests.graders.bodies.report_gradients:bucketed_counts_elements", world_size)
+        told[world_size] = [re.sub(r"\d+", "N", p) for p in failed.value.problems]
+    assert told[2] == told[3] == told[6], told
+    text = " ".join(told[2])
+    assert "bucket of plan_buckets" in text and "grew with" not in text, text
+
+
+@pytest.mark.slow
 def test_the_ring_grader_claims_no_cause_for_a_ring_wrong_everywhere():
     with pytest.raises(GradeFailure) as failed:
         test_ring.test_ring_all_reduce(f"{BODIES}:ring_all_gather_off_by_one", 5)

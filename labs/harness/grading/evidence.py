@@ -135,3 +135,9 @@ def one_cause(outcomes, what: str) -> tuple[str, list[str]]:
             f"The first: {first.message.removeprefix(what + ': ')}")
     covered = [o.message for o in outcomes if o.message]
     return text, covered
+
+
+def grouped(failures, outcomes, what: str) -> list[str]:
+    """`failures` with the ones a shared cause covers told once, as that cause, first."""
+    cause, covered = one_cause(outcomes, what)
+    return [cause] * bool(cause) + [f for f in failures if f not in covered]
