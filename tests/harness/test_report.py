@@ -79,6 +79,21 @@ def test_the_reduce_scatter_grader_names_the_shared_cause_at_a_body_line():
 
 
 @pytest.mark.slow
+def test_the_doubling_grader_says_only_a_dtype_fails_at_a_body_line():
+    """Lesson 10: recursive doubling that adds in float64: only int64 fails (beyond 2**53),
+    at every size; the dtype is the cause the evidence shows, and no size is blamed."""
+    from tests.graders import test_algorithms
+    with pytest.raises(GradeFailure) as failed:
+        test_algorithms.test_recursive_doubling_all_reduce(
+            "tests.graders.bodies.report_algorithms:doubling_adds_in_float64", 3)
+    assert len(failed.value.problems) == 1, failed.value.problems
+    text = failed.value.problems[0]
+    assert text.startswith("tests/graders/bodies/report_algorithms.py:"), text
+    assert "only int64 fails (bfloat16, float32, float64 pass on the same shapes)" in text
+    assert "divisible" not in text
+
+
+@pytest.mark.slow
 def test_a_bucket_plan_bug_is_told_one_way_at_every_world_size():
     """Issue 52 item 9: a plan that counts elements, not bytes, told in the same words at 2, 3
     and 6 ranks (the numbers aside), and in the plan's words, not a probe's."""
