@@ -6,6 +6,7 @@ point-to-point only, who talks to whom, how many messages and how many bytes per
 tests/lessons/test_algorithms.py proves they reject the wrong bodies in bodies/algorithms.py.
 """
 import math
+from dataclasses import dataclass
 
 import pytest
 import torch
@@ -14,6 +15,7 @@ from labs.harness.grading import (GradeFailure, call, check_close, check_p2p_onl
                                   check_same_on_every_rank,
                                   fail_if_any, grade, implementation, non_contiguous_case,
                                   p2p_ops, seeded, rounding_unit)
+from labs.harness.grading.evidence import body_line, grouped, outcome
 from labs.harness.grading.inputs import every_dtype
 
 DTYPES = ["float32", "float64", "bfloat16", "int64"]
@@ -46,14 +48,25 @@ def broadcast_worker(rank, world_size, impl, cases):
             for i, (dtype, shape, src) in enumerate(cases)]
 
 
+@dataclass
+class RankCalls:
+    """One rank's calls, one per case, and the body's line that posted each one's last
+    receive (where a wrong value came in: evidence.py)."""
+
+    calls: list
+    lines: list[str]
+
+
 def all_reduce_worker(rank, world_size, impl, name, cases):
     fn = implementation(impl, "algorithms", name)
-    calls = [call(fn, seeded(rank, shape, dtype, i), must_complete=True)
-             for i, (dtype, shape) in enumerate(cases)]
+    calls, lines = [], []
+    for i, (dtype, shape) in enumerate(cases):
+        calls.append(call(fn, seeded(rank, shape, dtype, i), must_complete=True))
+        lines.append(body_line(getattr(fn, "last_ops", ()), fn))
     failures = non_contiguous_case(fn, rank, what=name)
     if failures:
         raise GradeFailure(failures[0])
-    return calls
+    return RankCalls(calls, lines)
 
 
 # ----------------------------------------------------------------------------------------
@@ -64,6 +77,28 @@ def _in_place(c, rank, what):
     if not c.returned_first:
         raise GradeFailure(f"{what}: rank {rank} must work in place and return the tensor it "
                            f"was given, got {type(c.result).__name__}")
+
+
+def _exact(i, dtype, shape, world_size):
+    """(the exact sum, the error each element may have: None for check_close's default)."""
+    inputs = [seeded(r, shape, dtype, i) for r in range(world_size)]
+    if dtype == "int64" or not inputs[0].numel():      # int64: summed as integers, exactly
+        return (torch.stack(inputs).sum(0) if inputs[0].numel() else inputs[0]), None
+    wide = torch.stack([t.double() for t in inputs])
+    allowed = world_size * BF16_U * wide.abs().sum(0) if dtype == "bfloat16" else None
+    return wide.sum(0), allowed
+
+
+def _outcome(results, i, rank, dtype, shape, message):
+    """Case i on `rank` as evidence for a shared cause (evidence.py)."""
+    got = results[rank].calls[i].result
+    expected, allowed = _exact(i, dtype, shape, len(results))
+    return outcome(f"{dtype}, shape {shape}", dtype=dtype, world_size=len(results),
+                   data=seeded(rank, shape, dtype, i), message=message,
+                   got=got if isinstance(got, torch.Tensor) else torch.empty(0),
+                   expected=expected.to(got.dtype) if allowed is None and
+                   isinstance(got, torch.Tensor) else expected,
+                   allowed=allowed, line=results[rank].lines[i])
 
 
 def _check_sum(got, i, dtype, shape, world_size, rank, what):
@@ -201,20 +236,30 @@ def grade_all_reduce(impl, name, world_size):
     cases = CASES + [LARGE_CASE, method_case(world_size)]
     results = grade(all_reduce_worker, world_size, args=(impl, name, cases),
                     what=name)
-    failures = []
+    failures, outcomes = [], []
     for i, (dtype, shape) in enumerate(cases):
         what = f"case {i} ({name}, {dtype}, shape {shape}, world_size {world_size})"
+        wrong = {}        # rank -> its wrong value: the evidence for a shared cause
+        for rank in range(world_size):
+            try:
+                _in_place(results[rank].calls[i], rank, what)
+                _check_sum(results[rank].calls[i].result, i, dtype, shape, world_size, rank,
+                           what)
+            except GradeFailure as exc:
+                wrong[rank] = str(exc)
+                break
+        outcomes += [_outcome(results, i, rank, dtype, shape, wrong.get(rank, ""))
+                     for rank in range(world_size)]
         try:
-            for rank in range(world_size):
-                _in_place(results[rank][i], rank, what)
-                _check_sum(results[rank][i].result, i, dtype, shape, world_size, rank, what)
-            check_same_on_every_rank([r[i].result for r in results], what=what)
+            if wrong:
+                raise GradeFailure(*wrong.values())
+            check_same_on_every_rank([r.calls[i].result for r in results], what=what)
             if i == len(cases) - 1:
-                check_doubling([r[i] for r in results], torch.Size(shape).numel(), world_size,
-                               what, halving=name == "halving_doubling_all_reduce")
+                check_doubling([r.calls[i] for r in results], torch.Size(shape).numel(),
+                               world_size, what, halving=name == "halving_doubling_all_reduce")
         except GradeFailure as exc:
             failures.append(str(exc))
-    fail_if_any(failures, name)
+    fail_if_any(grouped(failures, outcomes, name), name)
 
 
 @pytest.mark.parametrize("world_size", WORLD_SIZES)

@@ -39,17 +39,76 @@ def test_no_cause_claimed_without_evidence():
     assert one_cause(outcomes, "x") == ("", [])
 
 
+def _def_line(body) -> str:
+    import inspect
+    return f"{inspect.getsourcefile(body)}:{inspect.getsourcelines(body)[1]}"
+
+
 @pytest.mark.slow
-def test_the_ring_grader_names_the_dropped_remainder_at_a_body_line():
-    """At 5 ranks (make check's fast world size), a ring on numel // p chunks: one problem,
-    its cause, the body's receive line; no dtype advice, no 'same bits' consequence."""
+@pytest.mark.parametrize("world_size", [3, pytest.param(5, marks=pytest.mark.all_lane)])
+def test_the_ring_grader_names_the_dropped_remainder_at_a_body_line(world_size):
+    """A ring on numel // p chunks: one problem, its cause, the body's receive line; no dtype
+    advice, no 'same bits' consequence. At 2-4 ranks the second call's check (again.py) saw
+    the first wrong case inside the worker and told it alone, at the `def` line: the values
+    are the grader's to say, every case grouped."""
+    from tests.graders.bodies import report_ring
     with pytest.raises(GradeFailure) as failed:
-        test_ring.test_ring_all_reduce(f"{BODIES}:ring_drops_remainder", 5)
+        test_ring.test_ring_all_reduce(f"{BODIES}:ring_drops_remainder", world_size)
     assert len(failed.value.problems) == 1, failed.value.problems
     text = failed.value.problems[0]
-    assert text.startswith("tests/graders/bodies/report_ring.py:")
+    assert text.startswith("tests/graders/bodies/report_ring.py:"), text
+    assert text.split(":")[1] != _def_line(report_ring.ring_drops_remainder).rpartition(":")[2]
+    assert f"at world size {world_size}, with one cause" in text
     assert "the chunks leave the remainder out" in text and "never reduced" in text
     assert "own dtype" not in text and "same bits" not in text
+    assert "what the method returns on the same inputs" not in text
+
+
+@pytest.mark.slow
+def test_the_reduce_scatter_grader_names_the_shared_cause_at_a_body_line():
+    """Lesson 05's reduce-scatter: each received chunk added up to numel // p elements only.
+    Its messages are the method's; the values fail on every size p does not divide."""
+    with pytest.raises(GradeFailure) as failed:
+        test_ring.test_ring_reduce_scatter(f"{BODIES}:reduce_scatter_adds_floor", 3)
+    assert len(failed.value.problems) == 1, failed.value.problems
+    text = failed.value.problems[0]
+    assert text.startswith("tests/graders/bodies/report_ring.py:"), text
+    assert "at world size 3, with one cause" in text
+    assert "only sizes not divisible by the world size fail" in text
+    assert "still holds the rank's own input" in text and "dtype" not in text
+
+
+@pytest.mark.slow
+def test_the_doubling_grader_says_only_a_dtype_fails_at_a_body_line():
+    """Lesson 10: recursive doubling that adds in float64: only int64 fails (beyond 2**53),
+    at every size; the dtype is the cause the evidence shows, and no size is blamed."""
+    from tests.graders import test_algorithms
+    with pytest.raises(GradeFailure) as failed:
+        test_algorithms.test_recursive_doubling_all_reduce(
+            "tests.graders.bodies.report_algorithms:doubling_adds_in_float64", 3)
+    assert len(failed.value.problems) == 1, failed.value.problems
+    text = failed.value.problems[0]
+    assert text.startswith("tests/graders/bodies/report_algorithms.py:"), text
+    assert "only int64 fails (bfloat16, float32, float64 pass on the same shapes)" in text
+    assert "divisible" not in text
+
+
+@pytest.mark.slow
+def test_a_bucket_plan_bug_is_told_one_way_at_every_world_size():
+    """Issue 52 item 9: a plan that counts elements, not bytes, told in the same words at 2, 3
+    and 6 ranks (the numbers aside), and in the plan's words, not a probe's."""
+    import re
+
+    from tests.graders import test_gradients
+    told = {}
+    for world_size in (2, 3, 6):
+        with pytest.raises(GradeFailure) as failed:
+            test_gradients.test_average_gradients_bucketed(
+                "tests.graders.bodies.report_gradients:bucketed_counts_elements", world_size)
+        told[world_size] = [re.sub(r"\d+", "N", p) for p in failed.value.problems]
+    assert told[2] == told[3] == told[6], told
+    text = " ".join(told[2])
+    assert "bucket of plan_buckets" in text and "grew with" not in text, text
 
 
 @pytest.mark.slow

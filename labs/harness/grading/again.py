@@ -120,11 +120,10 @@ class CalledAgain:
             return []
         # A first result already wrong says nothing of kept state: a body that leaves out
         # some rank's data returns the same values when only that data changed. Its values
-        # are the fault, said now (the grader's own check would wait for every case).
-        wrong = next(((b1, r1) for b1, r1 in zip(values, then) if not _near(b1, r1)), None)
-        if wrong is not None:
-            return [f"rank {dist.get_rank()} {_wrong_at(*wrong)} (what the method returns on "
-                    f"the same inputs)"]
+        # are the fault, the grader's to say: its check of every case groups the failing
+        # ones by their shared cause and names the body's line (evidence.py).
+        if not all(_near(b1, r1) for b1, r1 in zip(values, then)):
+            return []
         return [f"rank {dist.get_rank()} returned (or wrote) the same values when "
                 f"{self.__name__} was called again, although another rank's input had "
                 f"changed: compute each call's result from what arrives, do not keep it "
@@ -189,19 +188,6 @@ def _close(got, expected):
 def _near(got, expected) -> bool:
     close = _close(got, expected)
     return close is not None and bool(close.all())
-
-
-def _wrong_at(got, expected) -> str:
-    """'is wrong at flat index 3: got 1.5, expected 2.0', as the graders' value checks say."""
-    close = _close(got, expected)
-    if close is None:
-        return (f"returned shape {tuple(got.shape)} {got.dtype}, expected shape "
-                f"{tuple(expected.shape)} {expected.dtype}")
-    if bool(close.all()):
-        return "returned other values"
-    i = int((~close).nonzero()[0])
-    g, e = got.detach().reshape(-1)[i].item(), expected.detach().reshape(-1)[i].item()
-    return f"is wrong at flat index {i}: got {g!r}, expected {e!r}"
 
 
 def _wait_all(result) -> None:

@@ -36,19 +36,28 @@ class CaseOutcome:
 
 
 def outcome(case, *, dtype, world_size, data, got, expected, message, ops=(), body=None,
-            allowed=None):
+            allowed=None, line=""):
     """The CaseOutcome of one case: `data` this rank's input, `got` what the body left,
     `expected` the right values (same shape), `allowed` the error each element may have
-    (default: float32's 1e-5, relative), `ops` the record of the call."""
+    (default: float32's 1e-5, relative; none for integers), `ops` the record of the call
+    (or `line`, the body's line found where the record was)."""
     wrong, kept = (), False
     if message and got.shape == expected.shape and got.numel():
-        g, e = got.double().flatten(), expected.double().flatten()
-        limit = 1e-5 * (e.abs() + 1) if allowed is None else allowed.double().flatten()
-        bad = ((g - e).abs() > limit).nonzero().flatten().tolist()
+        bad = _wrong(got.flatten(), expected.flatten(), allowed).nonzero().flatten().tolist()
         wrong = _ranges(bad)
         kept = bool(bad) and bool((got.flatten()[bad] == data.flatten()[bad]).all())
     return CaseOutcome(case, dtype, int(data.numel()), world_size, message, wrong, kept,
-                       body_line(ops, body))
+                       line or body_line(ops, body))
+
+
+def _wrong(got, expected, allowed):
+    """Which elements are wrong: integers exactly (beyond 2**53 a double rounds), floats
+    beyond `allowed` (default: float32's 1e-5, relative)."""
+    if allowed is None and not expected.is_floating_point():
+        return got != expected
+    g, e = got.double(), expected.double()
+    limit = 1e-5 * (e.abs() + 1) if allowed is None else allowed.double().flatten()
+    return (g - e).abs() > limit
 
 
 def _ranges(indices) -> tuple:
@@ -135,3 +144,9 @@ def one_cause(outcomes, what: str) -> tuple[str, list[str]]:
             f"The first: {first.message.removeprefix(what + ': ')}")
     covered = [o.message for o in outcomes if o.message]
     return text, covered
+
+
+def grouped(failures, outcomes, what: str) -> list[str]:
+    """`failures` with the ones a shared cause covers told once, as that cause, first."""
+    cause, covered = one_cause(outcomes, what)
+    return [cause] * bool(cause) + [f for f in failures if f not in covered]
