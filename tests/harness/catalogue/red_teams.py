@@ -3,7 +3,7 @@ and the bodies before them (<lesson>_red.py to <lesson>_red6.py)."""
 from tests.graders import (test_algorithms, test_batching, test_collectives, test_deadlocks,
                            test_gradients, test_p2p, test_patterns, test_ring, test_snippets,
                            test_waiting)
-from tests.harness.catalogue.messages import (HUNG, PARTNERS, ROAD, STEPS, PIPELINE, STAR,
+from tests.harness.catalogue.messages import (MEMORY, HUNG, PARTNERS, ROAD, STEPS, PIPELINE, STAR,
                                               CHECKED_LATE, IN_FLIGHT, ARRIVED, KEPT,
                                               ONE_BATCH, CONTENTS, INTO, STALE)
 
@@ -13,7 +13,6 @@ RIGHT: list = []
 
 # Third round (tests/graders/bodies/<lesson>/memory.py): the caller's memory, precision, a receive
 # buffer used before its wait, extra or relayed messages, the method for small tensors only.
-MEMORY = "replaced the memory of its argument"
 WRONG += [
     (test_ring.test_ring_all_reduce, 3, "ring.memory:ring_into_new_memory", MEMORY),
     (test_algorithms.test_tree_broadcast, 5, "algorithms.memory:tree_into_new_memory", MEMORY),
