@@ -105,7 +105,7 @@ WRONG += [
 # The ring the other way round: right values, not the route the contract fixes.
 WRONG += [
     (test_ring.test_ring_all_reduce, 4, "ring.styles:ring_counter_clockwise",
-           "in the ring, rank"),
+     "in the ring, rank"),
 ]
 
 # [lesson]
