@@ -25,6 +25,7 @@ Active when the graders grade labs/ (`--impl=labs`); tests/conftest.py registers
 from __future__ import annotations
 
 import importlib
+import os
 import re
 from pathlib import Path
 
@@ -33,7 +34,7 @@ import pytest
 from labs.harness import COURSE_ROOT
 from labs.harness.launch.launcher import warm_up
 from labs.harness.ranks.exercises import ExerciseNotSolved, exercises_in
-from labs.harness.grading import memory
+from labs.harness.grading import memory, reference_cache
 from labs.harness.grading.run import GradeFailure, grading
 from labs.harness.grading.sheet import (GRADERS, Graded, grade_sheet, graded_from_failure,
                                         skipped_after)
@@ -56,6 +57,9 @@ class Check:
             config.getoption("--lesson") else ""
         path = config.getoption("--remember")
         self.memory = memory.Memory(path) if path else None
+        if path and not os.environ.get(reference_cache.CACHE_ENV):
+            # The reference's records, beside the grades: an edit runs only your body.
+            os.environ[reference_cache.CACHE_ENV] = str(Path(path).with_name("p2p-references"))
         if path and _changed_since(Path(path)):
             warm_up()      # workers will be needed: the fork server imports torch meanwhile
         self.exercises, self.broken, self.places = _exercises()
@@ -242,6 +246,7 @@ class Check:
         exercise you started fails (or a grader could not run)."""
         if self.memory is not None:
             self.memory.save()
+            reference_cache.prune()
         sheet = self.sheet()
         if sheet.rows and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED,
                                          pytest.ExitCode.NO_TESTS_COLLECTED):

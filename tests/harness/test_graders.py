@@ -15,8 +15,8 @@ from labs.harness.grading.order import order_problems
 from labs.harness.grading.ops import Op
 from labs.harness.ranks.tracing import Event
 from tests.graders import (test_algorithms, test_batching, test_collectives, test_deadlocks,
-                           test_doctor, test_gradients, test_jobs, test_p2p, test_patterns, test_ring,
-                           test_waiting)
+                           test_doctor, test_gradients, test_jobs, test_layouts, test_p2p,
+                           test_patterns, test_ring, test_waiting)
 from tests.harness.catalogue import RIGHT, WRONG
 from tests.harness.catalogue.messages import BODIES, HUNG
 
@@ -93,7 +93,8 @@ def test_every_exercise_grader_is_tested_here():
     """A new grader test in one of these files gets a wrong and a right body above."""
     tested = {g for g, _ in GRADERS}
     for module in (test_algorithms, test_batching, test_collectives, test_deadlocks,
-                   test_doctor, test_gradients, test_p2p, test_patterns, test_ring, test_waiting):
+                   test_doctor, test_gradients, test_layouts, test_p2p, test_patterns, test_ring,
+                   test_waiting):
         found = {f for name, f in vars(module).items() if name.startswith("test_")}
         assert found <= tested, f"untested graders: {sorted(f.__name__ for f in found - tested)}"
 

@@ -35,7 +35,7 @@ import torch.distributed as dist
 from labs.harness import COURSE_ROOT
 from labs.harness.ranks import tracing
 from labs.harness.ranks.exercises import untouched
-from labs.harness.grading import lessons
+from labs.harness.grading import lessons, reference_cache
 from labs.harness.grading.again import CalledAgain, _flat
 from labs.harness.grading.channels import SideChannel, closed_roads
 from labs.harness.grading.buffers import DIGESTS, DISTINCT, Noting, overlap, read_only
@@ -227,7 +227,7 @@ class GradedBody(CalledAgain):
         DISTINCT.append(noting)       # the record notes the values each send holds
         start = len(tracing.TRACER.events)
         try:
-            expected, refused = self._reference_ops(probe, kwargs)
+            expected, refused = self._reference_ops(probe, kwargs, keep_out=False)
             with record() as ops, closed_roads() as roads, \
                     forbidding(*self.borrowing, below=sys._getframe()):
                 try:
@@ -246,28 +246,39 @@ class GradedBody(CalledAgain):
             return order
         return sums_problems(ops, expected, self.method, bool(noting.positions))
 
-    def _reference_ops(self, args, kwargs):
+    def _reference_ops(self, args, kwargs, keep_out=True):
         """(the reference's record on copies of the arguments, whether it raised): None if
-        the body IS the reference. Its timeline events are dropped: the trace shows the
-        body's calls. A contract that raises (checked_exchange on a mismatch, a ring given a
-        tensor it refuses) keeps what the reference did before raising."""
+        the body IS the reference. Kept on disk once run (reference_cache: the same
+        arguments on every rank, the same reference and harness: the same record), so an
+        edit runs only the body. keep_out: what it returned is read later (not a probe)."""
         if self.body is self.reference:
             return None, False
+        entry = reference_cache.reference_run(self.reference.__module__, self.name, args,
+                                              kwargs, self._reference_live, keep_out)
+        self._reference_out, self._reference_drew = entry.out if keep_out else None, entry.drew
+        return entry.ops, entry.refused
+
+    def _reference_live(self, args, kwargs) -> reference_cache.Entry:
+        """The reference run now. Its timeline events are dropped, and its batches not
+        counted: the trace shows the body's calls, the same whether the reference ran or was
+        kept. A contract that raises (checked_exchange on a mismatch, a ring given a tensor
+        it refuses) keeps what the reference did before raising."""
         copies = copy_args((args, kwargs))
-        start = len(tracing.TRACER.events)
-        refused, generator, self._reference_out = False, torch.get_rng_state(), None
+        start, batches = len(tracing.TRACER.events), tracing.TRACER._batches
+        refused, generator, out = False, torch.get_rng_state(), None
         with record() as ops:
             try:
-                out = self.reference(*copies[0], **copies[1])
+                result = self.reference(*copies[0], **copies[1])
                 with torch._C.DisableTorchFunctionSubclass():
-                    self._reference_out = [t.detach().clone() for t in written(
-                        (out, [a for i, a in enumerate(copies[0]) if i in self.method.writes]))]
+                    out = [t.detach().clone() for t in written(
+                        (result, [a for i, a in enumerate(copies[0]) if i in self.method.writes]))]
             except Exception:  # noqa: BLE001 - the body must refuse too, or move no less
                 refused = True
             finally:
                 del tracing.TRACER.events[start:]
-        self._reference_drew = not torch.equal(generator, torch.get_rng_state())
-        return ops, refused
+                tracing.TRACER._batches = batches
+        drew = not torch.equal(generator, torch.get_rng_state())
+        return reference_cache.Entry(ops, refused, out, drew)
 
     def _problems(self, ops, expected, args, before, result, method) -> list[str]:
         rank, world_size = dist.get_rank(), dist.get_world_size()

@@ -72,4 +72,8 @@ METHODS = {
         "recursive halving then doubling: half the remaining data with partner rank ^ 2^k "
         "each step, extra ranks folded in and out", writes=(0,), returns="input",
         compare="counts", sums="subsets"),
+    "layouts.pp_dp_step": Method("stage s exchanges only with stages s - 1 and s + 1 of its own "
+                                 "pipeline group, one message per batch; each gradient is "
+                                 "averaged over its data-parallel group only", writes=(0,),
+                                 returns="fresh"),
 }

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 import re
 
 from labs import HangError, WorkerError, launch
 from labs.harness.grading import gloo_said
+from labs.harness.grading import reference_files
+from labs.harness.grading.reference_files import CACHE_ENV, STAGE_ENV
 from labs.harness.launch.messages import describe_statuses
 from labs.harness.launch.spec import PROGRESS_CAP, STUCK_SECONDS
 from labs.harness.ranks.exercises import SOLUTIONS_ENV
@@ -88,10 +91,14 @@ def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
     """
     if pg_timeout is None:
         pg_timeout = PROGRESS_CAP * timeout
+    staging = reference_files.staging_folder()    # the reference's records, kept if all done
     try:
-        return launch(worker, world_size, args=args, timeout=timeout, quiet=True,
-                      pg_timeout=pg_timeout, env={SOLUTIONS_ENV: "0"},
-                      stuck_after=HANG_SECONDS, **kwargs)
+        results = launch(worker, world_size, args=args, timeout=timeout, quiet=True,
+                         pg_timeout=pg_timeout, stuck_after=HANG_SECONDS,
+                         env={SOLUTIONS_ENV: "0", STAGE_ENV: staging,
+                              CACHE_ENV: os.environ.get(CACHE_ENV, "")}, **kwargs)
+        reference_files.commit(staging)
+        return results
     except WorkerError as exc:
         if exc.unsolved:
             raise unsolved_failure(exc.unsolved.values(), what) from None
@@ -107,6 +114,8 @@ def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
                            f"{cause}\n{_where(exc, rank, said is not None)}") from None
     except HangError as exc:
         raise _hang_failure(exc, what, world_size) from None
+    finally:
+        reference_files.discard(staging)
 
 
 def _checked_failure(exc: WorkerError, rank: int, what: str, world_size: int) -> GradeFailure:
