@@ -66,19 +66,26 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
-def doctor(script, nproc: int, *args: str):
-    """The doctor's report on `script` under torchrun with `nproc` ranks; nothing left over."""
-    report = report_of(script, nproc, *args, deadline=DEADLINE)
+def doctor(script, nproc: int, *args: str, deadline: float = DEADLINE):
+    """The doctor's report on `script` (a path, or a name in SCRIPTS) under torchrun with
+    `nproc` ranks, within `deadline`; nothing left over."""
+    report = report_of(SCRIPTS / script, nproc, *args, deadline=deadline)
     assert not report.outcome.leftovers, report.outcome.leftovers
+    assert report.outcome.seconds <= deadline, report.outcome.seconds
     return report
 
 
-def at(script, text: str) -> str:
-    """"<script>:<line>" of the first line of `script` that holds `text`."""
-    lines = Path(script).read_text().splitlines()
+def line_of(script, text: str) -> int:
+    """The number of the first line of `script` (a path, or a name in SCRIPTS) holding `text`."""
+    lines = (SCRIPTS / script).read_text().splitlines()
     found = [n for n, line in enumerate(lines, 1) if text in line]
     assert found, f"{text!r} is not in {script}"
-    return f"{script}:{found[0]}"
+    return found[0]
+
+
+def at(script, text: str) -> str:
+    """"<script's path>:<line>" of the first line of `script` that holds `text`."""
+    return f"{SCRIPTS / script}:{line_of(script, text)}"
 
 
 def clean(report) -> None:

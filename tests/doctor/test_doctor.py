@@ -14,26 +14,9 @@ import pytest
 from labs.doctor import CLEAN, Job, examine
 from labs.doctor.__main__ import split
 from labs.harness.commands.torchrun import ROOT, leftovers
-from tests.doctor.jobs import report_of
+from tests.doctor.jobs import DEADLINE, at, doctor
 
 pytestmark = pytest.mark.slow
-SCRIPTS = ROOT / "labs" / "scripts" / "doctor"
-DEADLINE = 90.0
-
-
-def at(script: str, text: str) -> str:
-    """'<path>:<line>' of the first line of `script` that contains `text`."""
-    lines = (SCRIPTS / script).read_text().splitlines()
-    found = [n for n, line in enumerate(lines, 1) if text in line]
-    assert found, f"{text!r} is not in {script}"
-    return f"{SCRIPTS / script}:{found[0]}"
-
-
-def doctor(script: str, nproc: int, *args: str, deadline: float = DEADLINE):
-    report = report_of(SCRIPTS / script, nproc, *args, deadline=deadline)
-    assert not report.outcome.leftovers, report.outcome.leftovers
-    assert report.outcome.seconds <= deadline, report.outcome.seconds
-    return report
 
 
 def finding(report, kind: str, ranks, *wheres: str):

@@ -16,28 +16,15 @@ import pytest
 from labs.doctor import CLEAN
 from labs.doctor.__main__ import INTERRUPTED
 from labs.harness.commands.torchrun import ROOT, _marked, leftovers
-from tests.doctor.jobs import report_of
+from tests.doctor.jobs import DEADLINE, doctor, line_of
 
 pytestmark = pytest.mark.slow
-SCRIPTS = ROOT / "labs" / "scripts" / "doctor"
-DEADLINE = 90.0
-
-
-def doctor(script: str, nproc: int, *args: str, deadline: float = DEADLINE):
-    report = report_of(SCRIPTS / script, nproc, *args, deadline=deadline)
-    assert not report.outcome.leftovers, report.outcome.leftovers
-    return report
 
 
 def cli(*argv, cwd=ROOT):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "labs.doctor", *argv], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=DEADLINE + 30)
-
-
-def line_of(script: str, text: str) -> int:
-    lines = (SCRIPTS / script).read_text().splitlines()
-    return next(n for n, line in enumerate(lines, 1) if text in line)
 
 
 def test_the_scripts_own_error_after_a_clean_exchange_is_said_so():

@@ -17,12 +17,9 @@ import torch.distributed.distributed_c10d as c10d
 from labs.doctor import CLEAN
 from labs.doctor.findings import LESSON
 from labs.doctor.torch_docs import APIS, NOTES, notes_of
-from labs.harness.commands.torchrun import ROOT
 from tests.doctor.sweeps import over_sizes
-from tests.doctor.jobs import report_of
+from tests.doctor.jobs import at, doctor
 
-SCRIPTS = ROOT / "labs" / "scripts" / "doctor"
-DEADLINE = 90.0
 
 
 def _docstrings() -> dict:
@@ -73,18 +70,6 @@ def test_the_parser_sees_the_two_paragraphs_of_batch_isend_irecvs_note():
     assert len(found) == 2 and "set_device" in found[0] and "first collective" in found[1]
 
 
-def doctor(script: str, nproc: int, *args: str):
-    report = report_of(SCRIPTS / script, nproc, *args, deadline=DEADLINE)
-    assert not report.outcome.leftovers, report.outcome.leftovers
-    return report
-
-
-def line_of(script: str, text: str) -> str:
-    lines = (SCRIPTS / script).read_text().splitlines()
-    return f"{SCRIPTS / script}:{next(n for n, s in enumerate(lines, 1) if text in s)}"
-
-
-
 @pytest.mark.rule("same_gpu", "hazard")
 @pytest.mark.slow
 @pytest.mark.parametrize("nproc", over_sizes(2, 3, 4))
@@ -94,7 +79,7 @@ def test_ranks_on_one_gpu_are_named_at_their_first_nccl_call(nproc):
     assert report.status == 1 and len(found) == 1, report.text()
     f = found[0]
     assert set(f.ranks) == set(range(nproc)) and f.nccl_only
-    assert line_of("gpu/no_set_device.py", "works = dist.batch_isend_irecv") in f.first_where
+    assert at("gpu/no_set_device.py", "works = dist.batch_isend_irecv") in f.first_where
     assert "Duplicate GPU detected" in f.nccl and "src/init.cc" in f.source
     assert "set_device" in f.source
 
@@ -116,7 +101,7 @@ def test_a_polling_loop_is_said_as_such_with_no_injected_exception():
     text = report.text()
     assert report.kinds() == {"polled_not_waited"}, text
     f = report.by_kind("polled_not_waited")[0]
-    assert line_of("polling_forever.py", "while not all") in f.first_where
+    assert at("polling_forever.py", "while not all") in f.first_where
     assert "never ends" in f.gloo and "default stream" in f.nccl and "loop ends there" in f.nccl
     assert "GradeFailure" not in text and "the script raised" not in text
     assert report.status == 1

@@ -3,7 +3,7 @@ recursive_doubling_all_reduce and halving_doubling_all_reduce.
 
 Each grader checks the values on every rank and the method from each call's trace:
 point-to-point only, who talks to whom, how many messages and how many bytes per rank.
-tests/lessons/test_algorithms.py proves they reject the wrong bodies in bodies/algorithms.py.
+tests/lessons/test_algorithms.py proves they reject the wrong bodies in bodies/algorithms/__init__.py.
 """
 import math
 from dataclasses import dataclass

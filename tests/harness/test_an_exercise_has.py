@@ -79,9 +79,9 @@ def test_bodies_in_the_catalogue(module, name):
               and getattr(entry[0], "__module__", "").endswith(f"test_{module}")]
     assert graded, (
         f"no learner body grades {module}.{name}: write a wrong one in "
-        f"tests/graders/bodies/{module}.py and add `(test_{module}.{test}, <world size>, "
-        f"\"{module}:<body>\", \"<what the failure must say>\")` to WRONG in "
-        f"tests/harness/catalogue/lessons.py")
+        f"tests/graders/bodies/{module}/__init__.py and add `(test_{module}.{test}, <world "
+        f"size>, \"{module}:<body>\", \"<what the failure must say>\")` to WRONG in "
+        f"tests/harness/catalogue/{module}.py (a new lesson: create it, as ring.py)")
 
 
 @pytest.mark.parametrize("module, name", ALL, ids=IDS)

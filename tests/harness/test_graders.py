@@ -41,17 +41,17 @@ def test_a_wrong_body_fails_saying_why(grader, arg, body, message):
 # Lesson 11's job runs under torchrun, outside the launcher, all bodies in one run.
 JOB_WRONG = {
     # its sum through the process group's own method or a functional collective
-    "unlisted6:ring_job_pg_allreduce": "the trace shows all_reduce",
-    "unlisted6:ring_job_functional": "the trace shows all_reduce",
+    "jobs.unlisted6:ring_job_pg_allreduce": "the trace shows all_reduce",
+    "jobs.unlisted6:ring_job_functional": "the trace shows all_reduce",
     # the total computed from the job's known inputs, a token passed around for show
-    "red10:ring_job_formula": "the ring all-reduce sends 4 chunks",
-    "red11_a:ring_job_star": "the ring sends only to rank",          # through rank 0
-    "red11_a:ring_job_widened": "float32 as the tensor is",          # a float64 ring
-    "red11_a:ring_job_torch_chunk": "ring_job(2, timeout_s=9)",      # fewer elements than ranks
-    "red11_a:ring_job_unwaited": "never waited for",                 # isends never waited
+    "jobs.red10:ring_job_formula": "the ring all-reduce sends 4 chunks",
+    "jobs.red11_a:ring_job_star": "the ring sends only to rank",          # through rank 0
+    "jobs.red11_a:ring_job_widened": "float32 as the tensor is",          # a float64 ring
+    "jobs.red11_a:ring_job_torch_chunk": "ring_job(2, timeout_s=9)",      # fewer elements than ranks
+    "jobs.red11_a:ring_job_unwaited": "never waited for",                 # isends never waited
 }
-JOB_RIGHT = ["red11_a:ring_job_device_backend",                       # "cpu:gloo"
-             "red11_a:ring_job_barrier_before_leaving"]
+JOB_RIGHT = ["jobs.red11_a:ring_job_device_backend",                       # "cpu:gloo"
+             "jobs.red11_a:ring_job_barrier_before_leaving"]
 
 
 @pytest.mark.all_lane          # the catalogue: make test-all

@@ -31,7 +31,7 @@ SUBSET = [
     #                                                            sits out each round at 3
     (test_ring.test_ring_reduce_scatter, 2, "ring:rs_float32"),
     (test_ring.test_ring_all_reduce, 3, "ring:ring_parity_blocking"),
-    (test_gradients.test_average_gradients_bucketed, 2, "causes:bucketed_divides_first"),
+    (test_gradients.test_average_gradients_bucketed, 2, "gradients.causes:bucketed_divides_first"),
     (test_collectives.test_p2p_all_to_all, 3, "collectives:all_to_all_receives_first"),
     (test_patterns.test_rotate_kv, 3, "patterns:rotate_receives_first_tagged"),
 ]

@@ -1,5 +1,5 @@
 """Lesson 10 (labs/algorithms.py): the code that is not an exercise, and the graders' own
-tests (they reject the wrong bodies in tests/graders/bodies/algorithms.py)."""
+tests (they reject the wrong bodies in tests/graders/bodies/algorithms/__init__.py)."""
 import functools
 import os
 import tempfile

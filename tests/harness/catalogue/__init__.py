@@ -1,14 +1,19 @@
 """The catalogue of learner bodies the graders are proven on (tests/harness/test_graders.py):
 WRONG, (grader, world size, body, what the failure must say), and RIGHT, (grader, world
 size, body), a correct body in another style than solutions/. A body is
-"<module>:<function>" in tests/graders/bodies/. The rounds, in the order they were written:
-  lessons.py    the lessons' own wrong turns, the kinds no grader names, other roads
-  red_teams.py  rounds 3 to 9: red teams that read the stubs, the graders and the bodies
-  ours.py       rounds 10 to 15 and later: reductions, precision, layouts, our own kinds
-  causes.py     issue 44: messages that name the cause, a correct body a probe rejected
-  layouts.py    lesson 13: group vs global ranks, the dp group, one batch per exchange
+"<lesson>.<round>:<function>" (or "<lesson>:<function>") in tests/graders/bodies/.
+One module per lesson, named as the lesson's module (ring.py: lesson 05's graders); every
+module here but messages.py is one, found by name. Each block's comment opens with its round:
+  [lesson]     the lessons' own wrong turns, the kinds no grader names, other roads
+  [red teams]  rounds 3 to 9: red teams that read the stubs, the graders and the bodies
+  [ours]       rounds 10 to 16: reductions, precision, layouts, our own kinds
+  [causes]     issue 44: messages that name the cause, a correct body a probe rejected
 """
-from tests.harness.catalogue import causes, layouts, lessons, ours, red_teams
+import importlib
+import pkgutil
 
-WRONG = lessons.WRONG + red_teams.WRONG + ours.WRONG + causes.WRONG + layouts.WRONG
-RIGHT = lessons.RIGHT + red_teams.RIGHT + ours.RIGHT + causes.RIGHT + layouts.RIGHT
+LESSONS = sorted(m.name for m in pkgutil.iter_modules(__path__)
+                 if m.name not in ("messages", "__main__"))
+_MODULES = [importlib.import_module(f"{__name__}.{name}") for name in LESSONS]
+WRONG = [entry for module in _MODULES for entry in module.WRONG]
+RIGHT = [entry for module in _MODULES for entry in module.RIGHT]

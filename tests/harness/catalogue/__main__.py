@@ -26,8 +26,8 @@ class Entry:
     lesson: str           # "ring"
     grader: str           # "test_ring_all_reduce"
     arg: object           # the world size, or the grader's argument
-    body: str             # "ring_red2:ring_keeps_buffer"
-    where: str            # "tests/graders/bodies/ring_red2.py:41"
+    body: str             # "ring.red2:ring_keeps_buffer"
+    where: str            # "tests/graders/bodies/ring/red2.py:41"
     says: object = None   # what a wrong body's failure must say
 
 

@@ -1,6 +1,6 @@
 """Lesson 13 (pp_dp_step): a rank number from the wrong numbering, the average over the wrong
 group, an exchange without its batch or cut in two; a correct body in another style
-(tests/graders/bodies/layouts.py)."""
+(tests/graders/bodies/layouts/__init__.py)."""
 from tests.graders import test_layouts
 from tests.harness.catalogue.messages import BORROWED
 

@@ -7,6 +7,7 @@ BUILTIN = "the lesson builds this from point-to-point"
 PARTNERS = "in this method rank"
 SIZES = ("the method sends", "the method has", "no message holds more than")
 FRESH = ("returned a tensor it was given", "shares memory with an argument")
+MEMORY = "replaced the memory of its argument"
 ROAD = "while graded, data travels only through the process group"
 
 # The order of posts and waits against the reference's (grading/order.py)

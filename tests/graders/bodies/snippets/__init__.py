@@ -1,0 +1,1 @@
+"""Lesson `snippets`'s bodies, one module per round (the round is the module's name)."""
