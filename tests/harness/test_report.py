@@ -7,7 +7,7 @@ from labs.harness.grading import GradeFailure
 from labs.harness.grading.evidence import CaseOutcome, one_cause
 from tests.graders import test_ring
 
-BODIES = "tests.graders.bodies.report_ring"
+BODIES = "tests.graders.bodies.ring.report"
 
 
 def _case(numel, dtype="float32", *, failed, wrong=(), kept=False, world_size=2):
@@ -51,12 +51,12 @@ def test_the_ring_grader_names_the_dropped_remainder_at_a_body_line(world_size):
     advice, no 'same bits' consequence. At 2-4 ranks the second call's check (again.py) saw
     the first wrong case inside the worker and told it alone, at the `def` line: the values
     are the grader's to say, every case grouped."""
-    from tests.graders.bodies import report_ring
+    from tests.graders.bodies.ring import report as report_ring
     with pytest.raises(GradeFailure) as failed:
         test_ring.test_ring_all_reduce(f"{BODIES}:ring_drops_remainder", world_size)
     assert len(failed.value.problems) == 1, failed.value.problems
     text = failed.value.problems[0]
-    assert text.startswith("tests/graders/bodies/report_ring.py:"), text
+    assert text.startswith("tests/graders/bodies/ring/report.py:"), text
     assert text.split(":")[1] != _def_line(report_ring.ring_drops_remainder).rpartition(":")[2]
     assert f"at world size {world_size}, with one cause" in text
     assert "the chunks leave the remainder out" in text and "never reduced" in text
@@ -72,7 +72,7 @@ def test_the_reduce_scatter_grader_names_the_shared_cause_at_a_body_line():
         test_ring.test_ring_reduce_scatter(f"{BODIES}:reduce_scatter_adds_floor", 3)
     assert len(failed.value.problems) == 1, failed.value.problems
     text = failed.value.problems[0]
-    assert text.startswith("tests/graders/bodies/report_ring.py:"), text
+    assert text.startswith("tests/graders/bodies/ring/report.py:"), text
     assert "at world size 3, with one cause" in text
     assert "only sizes not divisible by the world size fail" in text
     assert "still holds the rank's own input" in text and "dtype" not in text
@@ -85,10 +85,10 @@ def test_the_doubling_grader_says_only_a_dtype_fails_at_a_body_line():
     from tests.graders import test_algorithms
     with pytest.raises(GradeFailure) as failed:
         test_algorithms.test_recursive_doubling_all_reduce(
-            "tests.graders.bodies.report_algorithms:doubling_adds_in_float64", 3)
+            "tests.graders.bodies.algorithms.report:doubling_adds_in_float64", 3)
     assert len(failed.value.problems) == 1, failed.value.problems
     text = failed.value.problems[0]
-    assert text.startswith("tests/graders/bodies/report_algorithms.py:"), text
+    assert text.startswith("tests/graders/bodies/algorithms/report.py:"), text
     assert "only int64 fails (bfloat16, float32, float64 pass on the same shapes)" in text
     assert "divisible" not in text
 
@@ -104,7 +104,7 @@ def test_a_bucket_plan_bug_is_told_one_way_at_every_world_size():
     for world_size in (2, 3, 6):
         with pytest.raises(GradeFailure) as failed:
             test_gradients.test_average_gradients_bucketed(
-                "tests.graders.bodies.report_gradients:bucketed_counts_elements", world_size)
+                "tests.graders.bodies.gradients.report:bucketed_counts_elements", world_size)
         told[world_size] = [re.sub(r"\d+", "N", p) for p in failed.value.problems]
     assert told[2] == told[3] == told[6], told
     text = " ".join(told[2])
@@ -135,7 +135,7 @@ def test_a_body_that_raises_shows_its_own_frames_not_the_graders():
     with pytest.raises(GradeFailure) as failed:
         test_ring.test_ring_all_reduce(f"{BODIES}:ring_reads_past_the_end", 1)
     text = str(failed.value)
-    assert "report_ring.py:" in text and "IndexError" in text
+    assert "ring/report.py:" in text and "IndexError" in text
     assert "tests/graders/test_" not in text, text
 
 
