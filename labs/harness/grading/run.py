@@ -6,7 +6,7 @@ import contextvars
 import os
 import re
 
-from labs import HangError, WorkerError, launch
+from labs.harness.launch.launcher import HangError, WorkerError, launch
 from labs.harness.grading import gloo_said
 from labs.harness.grading import reference_files
 from labs.harness.grading.reference_files import CACHE_ENV, STAGE_ENV
