@@ -163,7 +163,7 @@ def test_a_rank_blocked_outside_any_call_is_a_hang_once_nothing_moves(no_leftove
     timeout (no op, no bytes, no CPU) ends it, with what each rank was doing."""
     started = time.perf_counter()
     with pytest.raises(GradeFailure) as info:
-        grade(blocked_outside, 2, args=(False,), timeout=2)
+        grade(blocked_outside, 2, args=(False,), timeout=2, idle_after=None)   # as a notebook launches
     took = time.perf_counter() - started
     message = str(info.value)
     assert message.startswith(f"the exercise hung (world_size=2): "
@@ -183,7 +183,7 @@ def test_a_loop_that_never_ends_is_stopped_at_the_cap(no_leftover_workers, monke
     # a few percent of a core counts as computing: this test's timeout is short
     monkeypatch.setattr(supervise, "BUSY_CPU_SECONDS", 0.05)
     with pytest.raises(GradeFailure) as info:
-        grade(blocked_outside, 2, args=(True,), timeout=1.5)
+        grade(blocked_outside, 2, args=(True,), timeout=1.5, idle_after=None)
     assert (f"No result after the launch timeout ({PROGRESS_CAP * 1.5:g} s), though the ranks "
             f"kept computing or moving data (a loop that never ends?)") in str(info.value)
 

@@ -11,7 +11,7 @@ from labs.harness.grading import gloo_said
 from labs.harness.grading import reference_files
 from labs.harness.grading.reference_files import CACHE_ENV, STAGE_ENV
 from labs.harness.launch.messages import describe_statuses
-from labs.harness.launch.spec import PROGRESS_CAP, STUCK_SECONDS
+from labs.harness.launch.spec import IDLE_SECONDS, PROGRESS_CAP, STUCK_SECONDS
 from labs.harness.ranks.exercises import SOLUTIONS_ENV
 
 # A deadlock is reported once every rank still running has sat waiting in a
@@ -86,7 +86,9 @@ def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
     outside a test, the exercise named by `what`, a word of it, never a part of a word);
     any other is a dependency to solve first (GradeFailure kind "not_started" / "waiting").
     A deadlock is reported HANG_SECONDS after every rank sits waiting (stuck_after), any
-    other hang `timeout` seconds after the last sign of progress; pg_timeout: gloo's
+    other hang `timeout` seconds after the last sign of progress, a rank outside any
+    torch.distributed call with nothing posted, completed or begun (a sleep, a loop) after
+    IDLE_SECONDS (idle_after=None: never), at its line; pg_timeout: gloo's
     timeout, unless given the launch's cap (PROGRESS_CAP timeouts), so it never fires first.
     """
     if pg_timeout is None:
@@ -95,6 +97,7 @@ def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
     try:
         results = launch(worker, world_size, args=args, timeout=timeout, quiet=True,
                          pg_timeout=pg_timeout, stuck_after=HANG_SECONDS,
+                         idle_after=kwargs.pop("idle_after", IDLE_SECONDS),
                          env={SOLUTIONS_ENV: "0", STAGE_ENV: staging,
                               CACHE_ENV: os.environ.get(CACHE_ENV, "")}, **kwargs)
         reference_files.commit(staging)

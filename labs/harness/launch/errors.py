@@ -133,6 +133,7 @@ def _hang_error(outcome, timeout, pg_timeout, gloo_timeouts) -> HangError:
            f"sleeping or waiting for input, while the others wait for it?)"
            if outcome.hang == Hang.QUIET else
            outcome.no_peer if outcome.hang == Hang.NO_PEER else
+           _idle(outcome) if outcome.hang == Hang.IDLE else
            f"no result after the launch timeout ({outcome.waited or timeout:g} s)"
            # only the cap is past the timeout; (a + t) - a may exceed t by a rounding error
            + (", though the ranks kept computing or moving data (a loop that never ends?)"
@@ -144,6 +145,16 @@ def _hang_error(outcome, timeout, pg_timeout, gloo_timeouts) -> HangError:
              "All workers were stopped. A gloo pair that timed out cannot be reused, so the "
              "next launch starts fresh workers."]
     return HangError("\n".join(lines), outcome.statuses, outcome.stuck_for, reason=why)
+
+
+def _idle(outcome) -> str:
+    """'rank 0 has been outside torch.distributed for 7 s at labs/deadlocks.py:203 (a
+    sleep or a loop that never ends?)', one clause per idle rank."""
+    return "; ".join(
+        f"rank {r} has been outside torch.distributed for {seconds:.0f} s" + (
+            f" at {outcome.statuses[r].where}" if r in outcome.statuses
+            and outcome.statuses[r].where else "") + " (a sleep or a loop that never ends?)"
+        for r, seconds in sorted(outcome.idle_for.items()))
 
 
 def _worker_error(outcome, collateral) -> WorkerError:

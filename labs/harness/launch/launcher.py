@@ -177,7 +177,8 @@ def _check_args(fn, world_size, args, timeout):
 
 def launch(fn, world_size: int = 2, args=(), timeout: float = 30.0, *,
            pg_timeout: float | None = None, threads: int = 1, env: dict | None = None,
-           quiet: bool = False, stuck_after: float | None = None) -> Results:
+           quiet: bool = False, stuck_after: float | None = None,
+           idle_after: float | None = None) -> Results:
     """Run `fn(rank, world_size, *args)` on `world_size` gloo workers; return their values.
 
     timeout:    seconds `fn` may run, counted from the moment every rank has joined the
@@ -195,6 +196,10 @@ def launch(fn, world_size: int = 2, args=(), timeout: float = 30.0, *,
                 not by a clock (the graders use it). With it, `timeout` counts from the
                 last sign of progress (an op, bytes moved, CPU used), at most
                 PROGRESS_CAP (4) timeouts in all: a loaded machine cannot fake a hang.
+    idle_after: with stuck_after, also a hang (`HangError`, at the rank's line) as soon as
+                one rank has sat this long outside any torch.distributed call with nothing
+                posted, completed or begun (a sleep, a loop): for work known to be small
+                (the graders' cases); a notebook's own launch may compute for long.
     """
     try:
         _check_fn(fn)
@@ -203,7 +208,8 @@ def launch(fn, world_size: int = 2, args=(), timeout: float = 30.0, *,
         # Raised from here with no traceback of its own: the reader sees their call and
         # this one line, not the checks' frames (IPython: the message alone).
         raise exc.with_traceback(None) from None
-    spec = _spec(fn, world_size, args, timeout, pg_timeout, threads, env, stuck_after)
+    spec = _spec(fn, world_size, args, timeout, pg_timeout, threads, env, stuck_after,
+                 idle_after)
     outcome, seconds = _run(spec)
     if not quiet:
         replay(outcome.outputs, died=outcome.deaths)
@@ -233,14 +239,15 @@ def _results(outcome, world_size, seconds) -> Results:
     return results
 
 
-def _spec(fn, world_size, args, timeout, pg_timeout, threads, env, stuck_after) -> LaunchSpec:
+def _spec(fn, world_size, args, timeout, pg_timeout, threads, env, stuck_after,
+          idle_after=None) -> LaunchSpec:
     """launch's arguments, checked, as one LaunchSpec: gloo's timeout defaulted, the
     environment the workers get (this process's P2P_COURSE_* variables, then `env`)."""
     pg_timeout = pg_timeout if pg_timeout is not None else max(0.5, 0.75 * timeout)
     worker_env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIX)}
     worker_env.update({str(k): str(v) for k, v in (env or {}).items()})
     return LaunchSpec(fn, world_size, tuple(args), timeout, pg_timeout, threads, worker_env,
-                      stuck_after)
+                      stuck_after, idle_after)
 
 
 def _run(spec: LaunchSpec):

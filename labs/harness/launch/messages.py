@@ -34,6 +34,7 @@ class Hang(Words):
     STUCK = "stuck"         # every rank still running sat waiting, nothing completed (stuck_after)
     QUIET = "quiet"         # no sign of progress anywhere for the launch timeout (stuck_after)
     NO_PEER = "no peer"     # a rank waits on a peer that is not a rank of the group (stuck_after)
+    IDLE = "idle"           # a rank sat outside torch.distributed, no sign of progress (idle_after)
 
 
 @dataclass

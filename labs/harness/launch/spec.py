@@ -24,6 +24,9 @@ class LaunchSpec:
     # a hang as soon as every rank still running has sat waiting in a torch.distributed call
     # this long with nothing completing (None: only gloo's timeout and `timeout` end one)
     stuck_after: float | None = None
+    # with stuck_after: a hang as soon as one rank has sat this long outside any
+    # torch.distributed call with nothing posted, completed or begun (None: never)
+    idle_after: float | None = None
 
 
 # -- the lifecycle of a launch, in seconds ---------------------------------------------------
@@ -54,6 +57,13 @@ STUCK_QUIET_BYTES = 64 * 1024
 # machine slows every step, it cannot fake a hang. A loop that never ends keeps computing,
 # so it is stopped at this many timeouts after every rank joined.
 PROGRESS_CAP = 4
+# The idle_after of the graders: a grader's case is small, so a rank that sits this long
+# outside torch.distributed with nothing posted, completed or begun (a sleep, a loop that
+# never ends) is stuck, whatever CPU it uses. The largest gap between two such signs of the
+# solutions' graders at world size 8 (gradients, ring, p2p, batching, patterns, collectives,
+# algorithms, layouts, deadlocks, waiting) on a machine loaded 5-6 times its cores: 1.7 s.
+# Told within 10 s: this, plus a poll, plus asking where each rank is.
+IDLE_SECONDS = 6.0
 # CPU seconds a rank must have used since the last sign of progress to count as computing
 # (a rank sitting in a wait uses only what its status replies cost, far less).
 BUSY_CPU_SECONDS = 0.25

@@ -41,6 +41,7 @@ class Attempt:
     hang: Hang | None = None     # which deadline a hung attempt missed
     stuck_for: float = 0.0       # Hang.STUCK: how long every rank sat waiting, nothing moving
     no_peer: str = ""            # Hang.NO_PEER: "rank 0 waits in recv from rank -1 ..."
+    idle_for: dict = field(default_factory=dict)    # Hang.IDLE: rank -> seconds outside
     waited: float = 0.0          # the other hangs: the seconds of the deadline that passed
     stopped_at: float | None = None     # perf_counter when the ranks still running were stopped
     outputs: dict = field(default_factory=dict)     # rank -> what it printed
@@ -68,7 +69,8 @@ def run_workers(ctx, spec: LaunchSpec, on_started=None) -> Attempt:
             on_started([p.pid for p in procs])
         supervisor = _Supervisor(procs, [pp[0] for pp in pipes])
         try:
-            outcome = supervisor.watch(started, spec.timeout, spec.stuck_after)
+            outcome = supervisor.watch(started, spec.timeout, spec.stuck_after,
+                                       spec.idle_after)
         except KeyboardInterrupt:
             raise _interrupted(supervisor, procs, pipes) from None
         outcome.outputs = read_outputs(out_dir, spec.world_size)
@@ -115,15 +117,16 @@ class _Supervisor:
         self.first_failure = None
         self.interrupted = {}           # rank -> RankStatus: a KeyboardInterrupt in the worker
 
-    def watch(self, started, timeout, stuck_after=None) -> Attempt:
+    def watch(self, started, timeout, stuck_after=None, idle_after=None) -> Attempt:
         """Collect each rank's result; stop at the first failure (+ GRACE) or the deadline:
         JOIN_TIMEOUT after the start until every rank has joined, then `timeout`; with
         `stuck_after`, also once every rank still running has sat waiting that long, and
-        the timeout counts from the last sign of progress (at most PROGRESS_CAP timeouts)."""
+        the timeout counts from the last sign of progress (at most PROGRESS_CAP timeouts);
+        with `idle_after` too, once one rank sat that long outside torch.distributed."""
         deadline, joined_at = started + JOIN_TIMEOUT, None
         # a sentinel is ready when its worker exits
         sentinels = {p.sentinel: r for r, p in enumerate(self.procs)}
-        watch = _StuckWatch(stuck_after) if stuck_after else None
+        watch = _StuckWatch(stuck_after, idle_after) if stuck_after else None
         while self.pending:
             now = time.perf_counter()
             if watch and joined_at is not None:
@@ -188,6 +191,10 @@ class _Supervisor:
         no_peer = not_a_rank(statuses, len(self.procs))
         if no_peer:        # it can never complete: no need to watch it sit
             self.outcome.hang, self.outcome.no_peer = Hang.NO_PEER, no_peer
+            return True
+        idle = watch.idle(statuses, now)
+        if idle:           # a sleep or a loop outside torch.distributed: it says where
+            self.outcome.hang, self.outcome.idle_for = Hang.IDLE, idle
             return True
         stuck_for = watch.seen(statuses, self.pending, now, moved, cpu)
         if stuck_for is not None:
@@ -261,8 +268,10 @@ class _StuckWatch:
     It also keeps `progressed`, the moment of the last sign of progress anywhere: a rank
     posted, completed or finished something, started a case, moved bytes or computed."""
 
-    def __init__(self, stuck_after: float):
+    def __init__(self, stuck_after: float, idle_after: float | None = None):
         self.stuck_after, self.next_poll = stuck_after, 0.0
+        self.idle_after = idle_after
+        self.outside = {}   # rank -> (its signs, since when it sits outside with them)
         self.since, self.last, self.moved = None, None, {}
         self.progressed = time.perf_counter()
         self.marks = {}     # rank -> (its status's signs, bytes moved, CPU) at `progressed`
@@ -284,6 +293,21 @@ class _StuckWatch:
             self.since, self.last, self.moved = now, state, moved
             return None
         return now - self.since if now - self.since >= self.stuck_after else None
+
+    def idle(self, statuses: dict, now: float) -> dict:
+        """rank -> seconds, for the ranks that have sat outside any torch.distributed call
+        with the same signs (nothing posted, completed or begun) for idle_after or more.
+        CPU does not count: a loop that never ends computes, and a grader's case is small."""
+        for rank, s in statuses.items():
+            signs = (s.progress, s.note)
+            if s.waiting or s.phase != Phase.RUN:
+                self.outside.pop(rank, None)
+            elif self.outside.get(rank, (None,))[0] != signs:
+                self.outside[rank] = (signs, now)
+        if self.idle_after is None:
+            return {}
+        return {r: now - since for r, (_, since) in sorted(self.outside.items())
+                if r in statuses and now - since >= self.idle_after}
 
     def _note_progress(self, statuses, running, now, moved, cpu):
         signs = {r: (s.progress, s.note) for r, s in statuses.items()}

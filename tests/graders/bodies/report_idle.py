@@ -1,0 +1,38 @@
+"""Issue 52: bodies stuck outside torch.distributed (its calls done, then a wait of their own
+that never ends), told within seconds at their line while graded (launch's idle_after)."""
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def _swap(tensor):
+    """A right exchange with the other rank of a pair: every call completes."""
+    peer = dist.get_rank() ^ 1
+    received = torch.empty_like(tensor)
+    for work in dist.batch_isend_irecv([dist.P2POp(dist.isend, tensor, peer),
+                                        dist.P2POp(dist.irecv, received, peer)]):
+        work.wait()
+    return received
+
+
+def exchange_then_sleeps(tensor):
+    """Then waits, politely, for a value that never comes (no call is in flight)."""
+    received = _swap(tensor)
+    while not received.isnan().any():
+        time.sleep(0.1)
+    return received
+
+
+def exchange_then_spins(tensor):
+    """Then waits in a busy loop: CPU used, nothing posted or completed."""
+    received = _swap(tensor)
+    total = 0.0
+    while total >= 0:
+        total += float(received[0])
+    return received
+
+
+def graded_body(rank, world_size, name):
+    """What a grader does with a body: call it on the rank's data."""
+    return globals()[name](torch.full((4,), float(rank)))

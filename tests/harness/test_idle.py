@@ -1,0 +1,35 @@
+"""Issue 52: a body stuck outside torch.distributed (a sleep, a busy loop) is told within
+10 s while graded, at its line: grade() passes launch's idle_after (IDLE_SECONDS)."""
+import inspect
+import time
+
+import pytest
+
+from labs.harness.grading.run import GradeFailure, grade
+from labs.harness.launch.spec import IDLE_SECONDS
+from tests.graders.bodies import report_idle
+
+pytestmark = pytest.mark.slow
+
+
+def _line(fn, text: str) -> str:
+    lines, first = inspect.getsourcelines(fn)
+    offset = next(i for i, line in enumerate(lines) if text in line)
+    return f"tests/graders/bodies/report_idle.py:{first + offset}"
+
+
+@pytest.mark.parametrize("body, at", [("exchange_then_sleeps", "time.sleep"),
+                                      ("exchange_then_spins", "total +=")])
+def test_a_body_stuck_outside_torch_distributed_is_told_in_seconds_at_its_line(
+        no_leftover_workers, body, at):
+    grade(report_idle.graded_body, 2, args=("_swap",))      # the fork server is up
+    started = time.perf_counter()
+    with pytest.raises(GradeFailure) as info:
+        grade(report_idle.graded_body, 2, args=(body,), what=body)
+    took = time.perf_counter() - started
+    message, here = str(info.value), _line(getattr(report_idle, body), at)
+    assert message.startswith(f"{body} hung (world_size=2): {here}: rank 0 not inside a "
+                              f"torch.distributed call"), message
+    assert "Rank 0 has been outside torch.distributed for " in message
+    assert f" at {here} (a sleep or a loop that never ends?)" in message
+    assert IDLE_SECONDS <= took < 10, f"{took:.1f} s"
