@@ -7,7 +7,7 @@ import pytest
 
 from labs.harness.grading.run import GradeFailure, grade
 from labs.harness.launch.spec import IDLE_SECONDS
-from tests.graders.bodies import report_idle
+from tests.harness import idle_bodies as report_idle
 
 pytestmark = pytest.mark.slow
 
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 def _line(fn, text: str) -> str:
     lines, first = inspect.getsourcelines(fn)
     offset = next(i for i, line in enumerate(lines) if text in line)
-    return f"tests/graders/bodies/report_idle.py:{first + offset}"
+    return f"tests/harness/idle_bodies.py:{first + offset}"
 
 
 @pytest.mark.parametrize("body, at", [("exchange_then_sleeps", "time.sleep"),

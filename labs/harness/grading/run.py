@@ -103,22 +103,28 @@ def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
         reference_files.commit(staging)
         return results
     except WorkerError as exc:
-        if exc.unsolved:
-            raise unsolved_failure(exc.unsolved.values(), what) from None
-        checked = {r: c for r, c in exc.causes.items() if c.startswith("GradeFailure: ")}
-        if checked:     # a check inside the worker failed: its message says it all
-            raise _checked_failure(exc, min(checked), what, world_size) from None
-        rank = min(exc.ranks) if exc.ranks else 0
-        cause = _cause(exc.causes.get(rank, 'failed'))
-        said = gloo_said.explained(exc)     # gloo's failures in lesson 04's words
-        if said:
-            rank, cause = said
-        raise GradeFailure(f"{what} (world_size={world_size}{_case(exc, rank)}): rank {rank} "
-                           f"{cause}\n{_where(exc, rank, said is not None)}") from None
+        raise _worker_failure(exc, what, world_size) from None
     except HangError as exc:
         raise _hang_failure(exc, what, world_size) from None
     finally:
         reference_files.discard(staging)
+
+
+def _worker_failure(exc: WorkerError, what: str, world_size: int) -> GradeFailure:
+    """A worker raised: a stub (not started), a check of the grader's (its own message), or
+    the body's error, gloo's told in lesson 04's words."""
+    if exc.unsolved:
+        return unsolved_failure(exc.unsolved.values(), what)
+    checked = {r: c for r, c in exc.causes.items() if c.startswith("GradeFailure: ")}
+    if checked:     # a check inside the worker failed: its message says it all
+        return _checked_failure(exc, min(checked), what, world_size)
+    rank = min(exc.ranks) if exc.ranks else 0
+    cause = _cause(exc.causes.get(rank, 'failed'))
+    said = gloo_said.explained(exc)     # gloo's failures in lesson 04's words
+    if said:
+        rank, cause = said
+    return GradeFailure(f"{what} (world_size={world_size}{_case(exc, rank)}): rank {rank} "
+                        f"{cause}\n{_where(exc, rank, said is not None)}")
 
 
 def _checked_failure(exc: WorkerError, rank: int, what: str, world_size: int) -> GradeFailure:

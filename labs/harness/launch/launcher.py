@@ -190,23 +190,20 @@ def launch(fn, world_size: int = 2, args=(), timeout: float = 30.0, *,
     threads:    torch intra-op threads per worker (1, as torchrun sets OMP_NUM_THREADS=1).
     env:        extra environment variables for the workers.
     quiet:      do not replay the workers' output (it is still in `results.outputs`).
-    stuck_after: report a hang (`HangError`) as soon as every rank still running has sat
-                waiting in a torch.distributed call this long with nothing posted or
-                completed anywhere: a deadlock, told from a slow peer by what the ranks do,
-                not by a clock (the graders use it). With it, `timeout` counts from the
-                last sign of progress (an op, bytes moved, CPU used), at most
-                PROGRESS_CAP (4) timeouts in all: a loaded machine cannot fake a hang.
-    idle_after: with stuck_after, also a hang (`HangError`, at the rank's line) as soon as
-                one rank has sat this long outside any torch.distributed call with nothing
-                posted, completed or begun (a sleep, a loop): for work known to be small
-                (the graders' cases); a notebook's own launch may compute for long.
+    stuck_after: a hang (`HangError`) once every running rank has sat this long in a
+                torch.distributed call with nothing posted or completed anywhere (a
+                deadlock, told by what the ranks do, not by a clock: the graders use it);
+                `timeout` then counts from the last sign of progress, PROGRESS_CAP (4)
+                timeouts at most: a loaded machine cannot fake a hang.
+    idle_after: with stuck_after, a hang at the rank's line once one rank has sat this long
+                outside torch.distributed with nothing posted, completed or begun (a sleep,
+                a loop): for small work (graders' cases), never a notebook's own launch.
     """
     try:
         _check_fn(fn)
         _check_args(fn, world_size, args, timeout)
     except LaunchError as exc:
-        # Raised from here with no traceback of its own: the reader sees their call and
-        # this one line, not the checks' frames (IPython: the message alone).
+        # no traceback of its own: the reader sees their call and this line, not the checks'
         raise exc.with_traceback(None) from None
     spec = _spec(fn, world_size, args, timeout, pg_timeout, threads, env, stuck_after,
                  idle_after)
@@ -215,8 +212,7 @@ def launch(fn, world_size: int = 2, args=(), timeout: float = 30.0, *,
         replay(outcome.outputs, died=outcome.deaths)
     try:
         raise_if_failed(outcome, timeout, spec.pg_timeout)
-    except (WorkerError, HangError) as exc:
-        # The reader's call, not the harness's: no traceback of the harness's frames.
+    except (WorkerError, HangError) as exc:     # the reader's call, not the harness's frames
         raise _with_what_ran(exc, outcome).with_traceback(None) from None
     return _results(outcome, world_size, seconds)
 

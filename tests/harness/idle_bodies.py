@@ -1,4 +1,4 @@
-"""Issue 52: bodies stuck outside torch.distributed (its calls done, then a wait of their own
+"""Bodies stuck outside torch.distributed (its calls done, then a wait of their own
 that never ends), told within seconds at their line while graded (launch's idle_after)."""
 import time
 
