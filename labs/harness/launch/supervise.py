@@ -297,10 +297,12 @@ class _StuckWatch:
     def idle(self, statuses: dict, now: float) -> dict:
         """rank -> seconds, for the ranks that have sat outside any torch.distributed call
         with the same signs (nothing posted, completed or begun) for idle_after or more.
-        CPU does not count: a loop that never ends computes, and a grader's case is small."""
+        CPU does not count: a loop that never ends computes, and a grader's case is small.
+        A rank that has made no call yet is not judged: its start (imports, the grader's
+        set-up) waits for a core on a loaded machine; the launch's timeout still covers it."""
         for rank, s in statuses.items():
             signs = (s.progress, s.note)
-            if s.waiting or s.phase != Phase.RUN:
+            if s.waiting or s.phase != Phase.RUN or s.last is None:
                 self.outside.pop(rank, None)
             elif self.outside.get(rank, (None,))[0] != signs:
                 self.outside[rank] = (signs, now)
