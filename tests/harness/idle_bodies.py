@@ -31,8 +31,3 @@ def exchange_then_spins(tensor):
     while total >= 0:
         total += float(received[0])
     return received
-
-
-def graded_body(rank, world_size, name):
-    """What a grader does with a body: call it on the rank's data."""
-    return globals()[name](torch.full((4,), float(rank)))

@@ -4,12 +4,19 @@ import inspect
 import time
 
 import pytest
+import torch
 
 from labs.harness.grading.run import GradeFailure, grade
 from labs.harness.launch.spec import IDLE_SECONDS
 from tests.harness import idle_bodies as report_idle
 
 pytestmark = pytest.mark.slow
+
+
+def graded_body(rank, world_size, name):
+    """What a grader does with a body (the worker, in its own file, as a grader's is): call
+    it on the rank's data."""
+    return getattr(report_idle, name)(torch.full((4,), float(rank)))
 
 
 def _line(fn, text: str) -> str:
@@ -22,10 +29,10 @@ def _line(fn, text: str) -> str:
                                       ("exchange_then_spins", "total +=")])
 def test_a_body_stuck_outside_torch_distributed_is_told_in_seconds_at_its_line(
         no_leftover_workers, body, at):
-    grade(report_idle.graded_body, 2, args=("_swap",))      # the fork server is up
+    grade(graded_body, 2, args=("_swap",))      # the fork server is up
     started = time.perf_counter()
     with pytest.raises(GradeFailure) as info:
-        grade(report_idle.graded_body, 2, args=(body,), what=body)
+        grade(graded_body, 2, args=(body,), what=body)
     took = time.perf_counter() - started
     message, here = str(info.value), _line(getattr(report_idle, body), at)
     assert message.startswith(f"{body} hung (world_size=2): {here}: rank 0 not inside a "

@@ -7,6 +7,7 @@ Whatever happens, every worker is killed and reaped before it returns.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import multiprocessing.connection
 import os
 import pickle
@@ -70,7 +71,7 @@ def run_workers(ctx, spec: LaunchSpec, on_started=None) -> Attempt:
         supervisor = _Supervisor(procs, [pp[0] for pp in pipes])
         try:
             outcome = supervisor.watch(started, spec.timeout, spec.stuck_after,
-                                       spec.idle_after)
+                                       spec.idle_after, _file_of(spec.fn))
         except KeyboardInterrupt:
             raise _interrupted(supervisor, procs, pipes) from None
         outcome.outputs = read_outputs(out_dir, spec.world_size)
@@ -117,16 +118,18 @@ class _Supervisor:
         self.first_failure = None
         self.interrupted = {}           # rank -> RankStatus: a KeyboardInterrupt in the worker
 
-    def watch(self, started, timeout, stuck_after=None, idle_after=None) -> Attempt:
+    def watch(self, started, timeout, stuck_after=None, idle_after=None,
+              worker_file="") -> Attempt:
         """Collect each rank's result; stop at the first failure (+ GRACE) or the deadline:
         JOIN_TIMEOUT after the start until every rank has joined, then `timeout`; with
         `stuck_after`, also once every rank still running has sat waiting that long, and
         the timeout counts from the last sign of progress (at most PROGRESS_CAP timeouts);
-        with `idle_after` too, once one rank sat that long outside torch.distributed."""
+        with `idle_after` too, once one rank sat that long outside torch.distributed in
+        code the worker function (in `worker_file`) called."""
         deadline, joined_at = started + JOIN_TIMEOUT, None
         # a sentinel is ready when its worker exits
         sentinels = {p.sentinel: r for r, p in enumerate(self.procs)}
-        watch = _StuckWatch(stuck_after, idle_after) if stuck_after else None
+        watch = _StuckWatch(stuck_after, idle_after, worker_file) if stuck_after else None
         while self.pending:
             now = time.perf_counter()
             if watch and joined_at is not None:
@@ -268,9 +271,10 @@ class _StuckWatch:
     It also keeps `progressed`, the moment of the last sign of progress anywhere: a rank
     posted, completed or finished something, started a case, moved bytes or computed."""
 
-    def __init__(self, stuck_after: float, idle_after: float | None = None):
+    def __init__(self, stuck_after: float, idle_after: float | None = None,
+                 worker_file: str = ""):
         self.stuck_after, self.next_poll = stuck_after, 0.0
-        self.idle_after = idle_after
+        self.idle_after, self.worker_file = idle_after, worker_file
         self.outside = {}   # rank -> (its signs, since when it sits outside with them)
         self.since, self.last, self.moved = None, None, {}
         self.progressed = time.perf_counter()
@@ -299,10 +303,14 @@ class _StuckWatch:
         with the same signs (nothing posted, completed or begun) for idle_after or more.
         CPU does not count: a loop that never ends computes, and a grader's case is small.
         A rank that has made no call yet is not judged: its start (imports, the grader's
-        set-up) waits for a core on a loaded machine; the launch's timeout still covers it."""
+        set-up) waits for a core on a loaded machine; the launch's timeout still covers it.
+        Nor is one that sits in the worker function's own file (a grader's checks between
+        calls: only the body it calls is known to be small)."""
+        own = f"{self.worker_file}:" if self.worker_file else None
         for rank, s in statuses.items():
             signs = (s.progress, s.note)
-            if s.waiting or s.phase != Phase.RUN or s.last is None:
+            if s.waiting or s.phase != Phase.RUN or s.last is None or \
+                    (own is not None and s.where.startswith(own)):
                 self.outside.pop(rank, None)
             elif self.outside.get(rank, (None,))[0] != signs:
                 self.outside[rank] = (signs, now)
@@ -412,3 +420,12 @@ def stop(procs):
             p.join(KILL_REAP)
         except (OSError, ValueError, AssertionError):
             pass
+
+
+def _file_of(fn) -> str:
+    """`fn`'s source file as a rank's `where` names it (from the course's top), or ""."""
+    try:
+        path = inspect.getsourcefile(fn) or ""
+    except TypeError:
+        return ""
+    return os.path.relpath(path, worker.COURSE_ROOT) if path else ""
