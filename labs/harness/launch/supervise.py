@@ -118,8 +118,7 @@ class _Supervisor:
         self.first_failure = None
         self.interrupted = {}           # rank -> RankStatus: a KeyboardInterrupt in the worker
 
-    def watch(self, started, timeout, stuck_after=None, idle_after=None,
-              worker_file="") -> Attempt:
+    def watch(self, started, timeout, stuck_after=None, idle_after=None, worker_file=""):
         """Collect each rank's result; stop at the first failure (+ GRACE) or the deadline:
         JOIN_TIMEOUT after the start until every rank has joined, then `timeout`; with
         `stuck_after`, also once every rank still running has sat waiting that long, and
