@@ -87,7 +87,7 @@ def grade(worker, world_size, args=(), timeout=30.0, what="the exercise",
     any other is a dependency to solve first (GradeFailure kind "not_started" / "waiting").
     A deadlock is reported HANG_SECONDS after every rank sits waiting (stuck_after), any
     other hang `timeout` seconds after the last sign of progress, a rank outside any
-    torch.distributed call with nothing posted, completed or begun (a sleep, a loop) after
+    torch.distributed call with nothing posted, completed, begun or computed (asleep) after
     IDLE_SECONDS (idle_after=None: never), at its line; pg_timeout: gloo's
     timeout, unless given the launch's cap (PROGRESS_CAP timeouts), so it never fires first.
     """

@@ -196,8 +196,8 @@ def launch(fn, world_size: int = 2, args=(), timeout: float = 30.0, *,
                 `timeout` then counts from the last sign of progress, PROGRESS_CAP (4)
                 timeouts at most: a loaded machine cannot fake a hang.
     idle_after: with stuck_after, a hang at the rank's line once one rank has sat this long
-                outside torch.distributed with nothing posted, completed or begun (a sleep,
-                a loop): for small work (graders' cases), never a notebook's own launch.
+                outside torch.distributed with nothing posted, completed, begun or computed (a
+                sleep): for small work (graders' cases), never a notebook's own launch.
     """
     try:
         _check_fn(fn)

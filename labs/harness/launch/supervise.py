@@ -194,7 +194,7 @@ class _Supervisor:
         if no_peer:        # it can never complete: no need to watch it sit
             self.outcome.hang, self.outcome.no_peer = Hang.NO_PEER, no_peer
             return True
-        idle = watch.idle(statuses, now)
+        idle = watch.idle(statuses, now, cpu)
         if idle:           # a sleep or a loop outside torch.distributed: it says where
             self.outcome.hang, self.outcome.idle_for = Hang.IDLE, idle
             return True
@@ -297,17 +297,18 @@ class _StuckWatch:
             return None
         return now - self.since if now - self.since >= self.stuck_after else None
 
-    def idle(self, statuses: dict, now: float) -> dict:
+    def idle(self, statuses: dict, now: float, cpu: dict | None = None) -> dict:
         """rank -> seconds, for the ranks that have sat outside any torch.distributed call
         with the same signs (nothing posted, completed or begun) for idle_after or more.
-        CPU does not count: a loop that never ends computes, and a grader's case is small.
+        CPU counts (each BUSY_CPU_SECONDS used is a sign): a slow body that computes is
+        not a stuck one; a sleep is told here, a loop that computes forever by the timeout.
         A rank that has made no call yet is not judged: its start (imports, the grader's
         set-up) waits for a core on a loaded machine; the launch's timeout still covers it.
         Nor is one that sits in the worker function's own file (a grader's checks between
         calls: only the body it calls is known to be small)."""
         own = f"{self.worker_file}:" if self.worker_file else None
         for rank, s in statuses.items():
-            signs = (s.progress, s.note)
+            signs = (s.progress, s.note, int((cpu or {}).get(rank, 0.0) // BUSY_CPU_SECONDS))
             if s.waiting or s.phase != Phase.RUN or s.last is None or \
                     (own is not None and s.where.startswith(own)):
                 self.outside.pop(rank, None)
