@@ -61,7 +61,8 @@ PROGRESS_CAP = 4
 # outside torch.distributed with nothing posted, completed, begun or computed (asleep) is
 # stuck; one that computes is slow, not stuck (the timeout covers a loop). The largest gap
 # between two such signs of the solutions' graders at world size 8 (gradients, ring, p2p,
-# batching, patterns, collectives, algorithms, layouts, deadlocks, waiting) on a machine loaded 5-6 times its cores: 1.7 s.
+# batching, patterns, collectives, algorithms, layouts, deadlocks, waiting) on a machine
+# loaded 5-6 times its cores: 1.7 s.
 # Told within 10 s: this, plus a poll, plus asking where each rank is.
 IDLE_SECONDS = 6.0
 # CPU seconds a rank must have used since the last sign of progress to count as computing
