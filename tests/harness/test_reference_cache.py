@@ -50,7 +50,8 @@ SCRIPTS_GRADED = {"tests.graders.test_doctor"}
 def _per_grader(entries):
     seen, kept = set(), []
     for g, a, b, *m in entries:
-        if g.__module__ not in seen | SCRIPTS_GRADED and (not m or HUNG not in (m[0] if isinstance(m[0], tuple) else (m[0],))):
+        hangs = bool(m) and HUNG in (m[0] if isinstance(m[0], tuple) else (m[0],))
+        if g.__module__ not in seen | SCRIPTS_GRADED and not hangs:
             seen.add(g.__module__)
             kept.append((g, a, b, m[0] if m else None))
     return kept
