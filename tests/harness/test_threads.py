@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+import time
 
 import pytest
 
@@ -30,6 +31,15 @@ def _named_thread(name: str, release: threading.Event) -> threading.Thread:
     return thread
 
 
+def _until_gone(path: str, seconds: float = 10.0) -> None:
+    """join() returns when Python's part of a thread ends; the kernel reaps the thread a moment
+    later, so /proc can still list it: wait for the kernel, boundedly."""
+    deadline = time.monotonic() + seconds
+    while os.path.exists(path):
+        assert time.monotonic() < deadline, f"{path} still exists {seconds} s after join()"
+        time.sleep(0.001)
+
+
 def test_a_thread_that_ends_during_the_listing_is_not_counted(monkeypatch):
     release = threading.Event()
     thread = _named_thread("vanishing", release)
@@ -39,8 +49,8 @@ def test_a_thread_that_ends_during_the_listing_is_not_counted(monkeypatch):
     def listing_then_the_thread_ends(path):
         tids = listdir(path)
         release.set()
-        thread.join()              # gone before its comm is read: /proc has no folder for it
-        assert not os.path.exists(f"/proc/self/task/{thread.native_id}")
+        thread.join()
+        _until_gone(f"/proc/self/task/{thread.native_id}")  # gone before its comm is read
         return tids
 
     monkeypatch.setattr(threads.os, "listdir", listing_then_the_thread_ends)
