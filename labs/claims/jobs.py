@@ -157,10 +157,10 @@ def destroy_frees_the_group_only_if_nothing_holds_it():
     # that asks for the GIL during finalization (pthread_exit), and libstdc++ aborts when
     # that unwinds through gloo's destructors ("terminate called without an active
     # exception"); 3.14 hangs such a thread instead (python/cpython gh-87135, GH-105805).
-    from labs.views.jobs import aborted, run_leaving, threads_left
+    from labs.views.jobs import aborted, leaving_run, threads_left
 
     def leave(args):
-        run = run_leaving(args)
+        run = leaving_run(args)
         return run.succeeded, threads_left(run), aborted(run)
 
     pinned = leave([])
