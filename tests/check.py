@@ -77,43 +77,14 @@ class Check:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items):
         kept, dropped, frames = [], [], {}
-        remembered = stubs = 0
+        skipped = {"lesson": 0, "stub": 0, "remembered": 0}
         for item in items:
-            if not item.nodeid.startswith(GRADERS):
+            why = self._why_not_run(item, frames)
+            if why is None:
                 kept.append(item)
-                continue
-            module = _module_of(item.nodeid)
-            if (self.lesson and self.lessons.get(module) != self.lesson) or \
-                    module in self.broken:      # the sheet says why, from self.broken
+            else:
                 dropped.append(item)
-                continue
-            names = self.grades[item.nodeid] = _graded_by(item, module)
-            fns = _lab_exercises(module, names)
-            untouched = self.memory is not None and fns and len(fns) == len(names) and \
-                all(memory.untouched_stub(f) for f in fns)
-            known = _not_started(item.nodeid, names, fns) if untouched else None
-            if known is None and self.memory is not None and not fns:
-                known = _script_not_started(item, names)
-            if known is not None:
-                self.graded.append(known)
-                dropped.append(item)
-                stubs += 1
-                continue
-            if self.memory is not None:
-                file = item.module.__file__
-                if file not in frames:      # what this grader file runs of the course
-                    frames[file] = memory.frame_digest(file)
-                key = memory.grader_key(frames[file], item.module, fns)
-                known = self.memory.recall(item.nodeid, key)
-                if known is not None:
-                    self.graded.append(Graded.from_dict(known, remembered=True))
-                    if self.graded[-1].kind == "failing":
-                        self.stopped.setdefault(family(item.nodeid), self.graded[-1])
-                    dropped.append(item)
-                    remembered += 1
-                    continue
-                self.keys[item.nodeid] = key
-            kept.append(item)
+                skipped[why] += 1
         if dropped:
             config.hook.pytest_deselected(items=dropped)
         # In lesson order (the files sort by topic): the progress lines read like the sheet.
@@ -121,7 +92,44 @@ class Check:
         self.progress = Progress(self.config.pluginmanager.get_plugin("terminalreporter"))
         self.progress.plan([i for i in items if i.nodeid in self.grades], self._label,
                            _world_size, self._place_of)
-        self._say_plan(len(kept), remembered, stubs)
+        self._say_plan(len(kept), skipped["remembered"], skipped["stub"])
+
+    def _why_not_run(self, item, frames: dict) -> str | None:
+        """None if the item runs; else why not: "lesson" (another lesson's, or a lab that
+        does not load: the sheet says why, from self.broken), "stub" (untouched: not started)
+        or "remembered" (graded before, unchanged since). Its grade is kept either way."""
+        if not item.nodeid.startswith(GRADERS):
+            return None
+        module = _module_of(item.nodeid)
+        if (self.lesson and self.lessons.get(module) != self.lesson) or module in self.broken:
+            return "lesson"
+        names = self.grades[item.nodeid] = _graded_by(item, module)
+        fns = _lab_exercises(module, names)
+        untouched = self.memory is not None and fns and len(fns) == len(names) and \
+            all(memory.untouched_stub(f) for f in fns)
+        known = _not_started(item.nodeid, names, fns) if untouched else None
+        if known is None and self.memory is not None and not fns:
+            known = _script_not_started(item, names)
+        if known is not None:
+            self.graded.append(known)
+            return "stub"
+        return self._remembered(item, fns, frames) if self.memory is not None else None
+
+    def _remembered(self, item, fns, frames: dict) -> str | None:
+        """Whether make check's memory holds this grader's grade for what it runs of the course
+        as it is now (its key): "remembered" if so; else None, the key kept for the new grade."""
+        file = item.module.__file__
+        if file not in frames:      # what this grader file runs of the course
+            frames[file] = memory.frame_digest(file)
+        key = memory.grader_key(frames[file], item.module, fns)
+        known = self.memory.recall(item.nodeid, key)
+        if known is None:
+            self.keys[item.nodeid] = key
+            return None
+        self.graded.append(Graded.from_dict(known, remembered=True))
+        if self.graded[-1].kind == "failing":
+            self.stopped.setdefault(family(item.nodeid), self.graded[-1])
+        return "remembered"
 
     def _lesson_of(self, item) -> str:
         if not item.nodeid.startswith(GRADERS):

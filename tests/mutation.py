@@ -319,6 +319,21 @@ def run(mutant: Mutant, folder: Path, number: int) -> str:
     return "survived"
 
 
+def _say_outcomes(exercise: str, chosen: list[Mutant], seconds: float) -> None:
+    """One line per exercise (how many mutants killed), then each that surprised."""
+    killed = sum(m.outcome.startswith("killed") for m in chosen)
+    print(f"{exercise:45s} killed {killed:2d} of {len(chosen):2d} ({seconds:.0f} s)", flush=True)
+    for m in chosen:
+        if m.outcome == "survived":
+            expected = " (expected: moves no data)" if m.kind in EXPECTED_TO_SURVIVE else ""
+            print(f"    survived: {m.kind}: {m.change}{expected}", flush=True)
+        elif m.kind in EXPECTED_TO_SURVIVE:
+            # right only where every rank calls the code it sits in: a barrier in a pair's
+            # exchange, or in the doubling the extra ranks skip, hangs (the kill is right)
+            print(f"    killed though expected to survive: {m.kind}: {m.change}: "
+                  f"{m.outcome[:150]}", flush=True)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("exercises", nargs="*", help="module.name (default: all)")
@@ -339,18 +354,7 @@ def main(argv=None) -> int:
             number += 1
             mutant.outcome = run(mutant, folder, number)
             results.append(mutant)
-        killed = sum(m.outcome.startswith("killed") for m in chosen)
-        print(f"{exercise:45s} killed {killed:2d} of {len(chosen):2d} "
-              f"({time.perf_counter() - started:.0f} s)", flush=True)
-        for m in chosen:
-            if m.outcome == "survived":
-                expected = " (expected: moves no data)" if m.kind in EXPECTED_TO_SURVIVE else ""
-                print(f"    survived: {m.kind}: {m.change}{expected}", flush=True)
-            elif m.kind in EXPECTED_TO_SURVIVE:
-                # right only where every rank calls the code it sits in: a barrier in a pair's
-                # exchange, or in the doubling the extra ranks skip, hangs (the kill is right)
-                print(f"    killed though expected to survive: {m.kind}: {m.change}: "
-                      f"{m.outcome[:150]}", flush=True)
+        _say_outcomes(exercise, chosen, time.perf_counter() - started)
     report = Path(options.report)
     report.parent.mkdir(parents=True, exist_ok=True)
     report.write_text(json.dumps([{k: v for k, v in asdict(m).items() if k != "source"}

@@ -57,24 +57,30 @@ def exercise_widgets(page, name: str, rounds: int = 2) -> tuple[list[str], int]:
             [("slider", sliders.nth(j)) for j in range(sliders.count())],
             key=lambda k: "world" not in _label(k[1]).lower())
         for round_ in range(rounds):
-            action = []
-            before = _shown(box)
-            if knobs:
-                kind, knob = knobs[round_ % len(knobs)]
-                action.append(pick_other_option(knob) if kind == "dropdown"
-                              else nudge_slider(knob))
-            if buttons.count():
-                buttons.first.click()
-                action.append(f"click {buttons.first.inner_text().strip()!r}")
-            what = f"{name}, widget {i + 1}, after {', '.join(action)}"
-            text, srcs = wait_for_new_output(page, box, before, what)
-            assert "Traceback" not in text, f"{what}: it shows a traceback:\n{text}"
-            problems = image_problems(box, what)
-            assert not problems, "a figure is not drawn:\n" + "\n".join(problems)
-            images += len(srcs)
+            action, shown = _turn(page, box, knobs, buttons, round_, f"{name}, widget {i + 1}")
+            images += shown
             done.append(", ".join(action))
     assert done, f"{name}: no widget control (Run button, dropdown, slider, choice) to use"
     return done, images
+
+
+def _turn(page, box, knobs, buttons, round_: int, where: str) -> tuple[list[str], int]:
+    """One turn of a widget (change a control, click Run): fresh output, no traceback, every
+    image a drawn figure. Returns what was done and how many images it showed."""
+    action = []
+    before = _shown(box)
+    if knobs:
+        kind, knob = knobs[round_ % len(knobs)]
+        action.append(pick_other_option(knob) if kind == "dropdown" else nudge_slider(knob))
+    if buttons.count():
+        buttons.first.click()
+        action.append(f"click {buttons.first.inner_text().strip()!r}")
+    what = f"{where}, after {', '.join(action)}"
+    text, srcs = wait_for_new_output(page, box, before, what)
+    assert "Traceback" not in text, f"{what}: it shows a traceback:\n{text}"
+    problems = image_problems(box, what)
+    assert not problems, "a figure is not drawn:\n" + "\n".join(problems)
+    return action, len(srcs)
 
 
 def wait_for_new_output(page, box, before: tuple, what: str) -> tuple:

@@ -150,32 +150,8 @@ def test_widget_draws_in_a_fresh_kernel(path, lab, browser):
         run.load()
         page.locator(f"{PANEL} .jp-Notebook .jp-CodeCell").first.wait_for(timeout=60_000)
         wait_until(lambda: kernel_idle(page), 60, f"the kernel of {copy.name} to start")
-        predictions = []
-        for k in cells:
-            run_cell(page, k, path)
-            if "predict(" in sources[k]:      # picked before the demo it holds runs
-                predictions.append((k, pick_first(page, k, path)))
-        for k, picked in predictions:        # the held demo ran: the widget compares
-            box = page.locator(f"{PANEL} .jp-Notebook .jp-Cell.jp-CodeCell").nth(k)
-            wait_until(lambda box=box: re.search(r"[Yy]ou predicted", box.inner_text()), 30,
-                       f"{path}: the prediction in code cell {k + 1} to compare {picked!r}")
-        wait_until(lambda: cell_states(page)[cells[-1]]["widgets"], 30,
-                   f"{path}: the widget of code cell {cells[-1] + 1} to render")
-        done = []
-        for _ in range(TURNS):
-            turn, _ = exercise_widgets(page, path, rounds=1)
-            done += turn
-            # The turn's text can settle before its figure is in: wait for the image.
-            try:
-                wait_until(lambda: drawn_images(page, cells[-1]) and not FIGURE_TEXT.search(
-                    widget_text(page)), IMAGE_SECONDS, f"{path}: an image after {turn}")
-            except AssertionError:
-                text = widget_text(page)
-                shown = FIGURE_TEXT.findall(text)
-                raise AssertionError(
-                    f"{path}: a figure shown as text in a fresh kernel ({shown[0]}) after "
-                    f"{turn}" if shown else f"{path}: no image after {turn}; the output "
-                    f"shows:\n{text[-1500:]}") from None
+        _run_cells_and_predict(page, cells, sources, path)
+        done = _turn_the_widget(page, cells, path)
         page.screenshot(path=str(ARTIFACTS / f"fresh-kernel-{path}.png"))
         images = drawn_images(page, cells[-1])
         assert not run.page_errors, f"{path}: JavaScript errors in the page: {run.page_errors}"
@@ -189,3 +165,39 @@ def test_widget_draws_in_a_fresh_kernel(path, lab, browser):
         raise
     finally:
         run.close()
+
+
+def _run_cells_and_predict(page, cells, sources, path) -> None:
+    """Run the path's cells, a prediction picked before the demo it holds runs; then each
+    prediction's widget compares with what the demo showed."""
+    predictions = []
+    for k in cells:
+        run_cell(page, k, path)
+        if "predict(" in sources[k]:
+            predictions.append((k, pick_first(page, k, path)))
+    for k, picked in predictions:
+        box = page.locator(f"{PANEL} .jp-Notebook .jp-Cell.jp-CodeCell").nth(k)
+        wait_until(lambda box=box: re.search(r"[Yy]ou predicted", box.inner_text()), 30,
+                   f"{path}: the prediction in code cell {k + 1} to compare {picked!r}")
+    wait_until(lambda: cell_states(page)[cells[-1]]["widgets"], 30,
+               f"{path}: the widget of code cell {cells[-1] + 1} to render")
+
+
+def _turn_the_widget(page, cells, path) -> list[str]:
+    """TURNS turns of the last cell's widget, each ending on a drawn image (not its text)."""
+    done = []
+    for _ in range(TURNS):
+        turn, _ = exercise_widgets(page, path, rounds=1)
+        done += turn
+        # The turn's text can settle before its figure is in: wait for the image.
+        try:
+            wait_until(lambda: drawn_images(page, cells[-1]) and not FIGURE_TEXT.search(
+                widget_text(page)), IMAGE_SECONDS, f"{path}: an image after {turn}")
+        except AssertionError:
+            text = widget_text(page)
+            shown = FIGURE_TEXT.findall(text)
+            raise AssertionError(
+                f"{path}: a figure shown as text in a fresh kernel ({shown[0]}) after "
+                f"{turn}" if shown else f"{path}: no image after {turn}; the output "
+                f"shows:\n{text[-1500:]}") from None
+    return done

@@ -42,11 +42,26 @@ def probe(out_dir: str, *impls: str):
     """As torchrun's worker: call each implementation's ring_job normally (NUMEL, then the
     SMALL sizes) and with work that raises (numel -1: torch.arange raises once the group is
     joined); record."""
-    import torch.distributed as dist
-    import torch.distributed.distributed_c10d as c10d
     from labs.harness.ranks import tracing
 
     rank, calls = int(os.environ["RANK"]), []
+    real = _spy_on_joining(calls)
+    tracer = tracing.install(rank)
+    records, joins = {}, 0
+    for impl in impls:
+        ring_job, records[impl] = implementation(impl, "jobs", "ring_job"), []
+        for numel in (NUMEL, *SMALL, -1):
+            joins += 1
+            records[impl].append(_one_case(ring_job, numel, joins, calls, tracer, real))
+    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(records))
+
+
+def _spy_on_joining(calls: list) -> dict:
+    """Record every init/destroy_process_group call (its arguments, what it raised) in
+    `calls`; return the real functions."""
+    import torch.distributed as dist
+    import torch.distributed.distributed_c10d as c10d
+
     real = {name: getattr(c10d, name) for name in ("init_process_group", "destroy_process_group")}
 
     def spy(name):
@@ -64,33 +79,34 @@ def probe(out_dir: str, *impls: str):
     for name in real:
         setattr(dist, name, spy(name))
         setattr(c10d, name, getattr(dist, name))
-    tracer = tracing.install(rank)
-    records, joins = {}, 0
-    for impl in impls:
-        ring_job, records[impl] = implementation(impl, "jobs", "ring_job"), []
-        for numel in (NUMEL, *SMALL, -1):
-            # Joining again in one process: each group needs rendezvous keys of its own.
-            joins += 1
-            c10d._world.group_count = 1000 * joins
-            first_call, first_event, out = len(calls), len(tracer.events), io.StringIO()
-            case = {"numel": numel, "initialized_before": dist.is_initialized()}
-            try:
-                # The record traces every door (the process group's own methods too).
-                with contextlib.redirect_stdout(out), record():
-                    result = ring_job(numel, TIMEOUT_S)
-                case["returned"] = (result.tolist() if isinstance(result, torch.Tensor)
-                                    else repr(result))
-            except Exception as exc:  # noqa: BLE001 - the test judges it
-                case["raised"] = f"{type(exc).__name__}: {exc}".splitlines()[0]
-                if unsolved_of(exc) is not None:       # a stub: which one, as data
-                    case["unsolved"] = unsolved_of(exc).as_dict()
-            case.update(printed=out.getvalue(), calls=calls[first_call:],
-                        initialized_after=dist.is_initialized(),
-                        events=[e.as_dict() for e in tracer.events[first_event:]])
-            if dist.is_initialized():
-                real["destroy_process_group"]()         # the case is over; not recorded
-            records[impl].append(case)
-    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(records))
+    return real
+
+
+def _one_case(ring_job, numel: int, joins: int, calls: list, tracer, real: dict) -> dict:
+    """One call of ring_job(numel): what it returned or raised, printed, called, traced."""
+    import torch.distributed as dist
+    import torch.distributed.distributed_c10d as c10d
+
+    # Joining again in one process: each group needs rendezvous keys of its own.
+    c10d._world.group_count = 1000 * joins
+    first_call, first_event, out = len(calls), len(tracer.events), io.StringIO()
+    case = {"numel": numel, "initialized_before": dist.is_initialized()}
+    try:
+        # The record traces every door (the process group's own methods too).
+        with contextlib.redirect_stdout(out), record():
+            result = ring_job(numel, TIMEOUT_S)
+        case["returned"] = (result.tolist() if isinstance(result, torch.Tensor)
+                            else repr(result))
+    except Exception as exc:  # noqa: BLE001 - the test judges it
+        case["raised"] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        if unsolved_of(exc) is not None:       # a stub: which one, as data
+            case["unsolved"] = unsolved_of(exc).as_dict()
+    case.update(printed=out.getvalue(), calls=calls[first_call:],
+                initialized_after=dist.is_initialized(),
+                events=[e.as_dict() for e in tracer.events[first_event:]])
+    if dist.is_initialized():
+        real["destroy_process_group"]()         # the case is over; not recorded
+    return case
 
 
 def _plain(value):

@@ -71,48 +71,60 @@ def ping_pong_worker(rank, world_size, impl):
              for i, ((shape, dtype), rounds) in enumerate(zip(PING_CASES, ROUNDS))]
     probes, echoes = [], []     # echoes: rank 1's replies to values of the probe's own
     for i, ((shape, dtype), rounds) in enumerate(zip(PING_CASES, ROUNDS)):
-        start = seeded(0, shape, dtype, i)
         tags = Tags(calls[i], 1 - rank) if rank < 2 else None
-        dist.barrier()
-        if rank == 0:                       # the body, facing a partner that adds 2
-            with alone():
-                replies, _ = body(start, rounds)
-            probes.append([r.clone() for r in replies])
-        elif rank == 1:
-            for r in range(rounds):
-                buf = torch.empty_like(start)
-                dist.recv(buf, src=0, tag=tags.recv(r))
-                dist.send(buf + 2, dst=0, tag=tags.send(r))
-        dist.barrier()
-        sent = [seeded(0, shape, dtype, 50 + 10 * i + r) for r in range(rounds)]
-        if rank == 1:                       # the body, facing a partner with its own values
-            with alone():
-                probes.append([t.clone() for t in body(torch.zeros_like(start), rounds)])
-        elif rank == 0:                     # ... whose replies are what arrived + 1
-            replies = []
-            for r, value in enumerate(sent):
-                dist.send(value, dst=1, tag=tags.send(r))
-                replies.append(torch.empty_like(value))
-                dist.recv(replies[-1], src=1, tag=tags.recv(r))
-            echoes.append(replies)
+        _probe_case(rank, body, tags, i, (shape, dtype, rounds), probes, echoes)
     dist.barrier()
-    timing = None
+    return calls, probes, _clock_probe(rank, body, calls[0]), echoes
+
+
+def _probe_case(rank, body, tags, i, case, probes: list, echoes: list) -> None:
+    """Case i's two probes: rank 0's body facing a partner that adds 2, then rank 1's body
+    facing a partner with values of its own (rank 0 keeps its replies in `echoes`)."""
+    shape, dtype, rounds = case
+    start = seeded(0, shape, dtype, i)
+    dist.barrier()
+    if rank == 0:                       # the body, facing a partner that adds 2
+        with alone():
+            replies, _ = body(start, rounds)
+        probes.append([r.clone() for r in replies])
+    elif rank == 1:
+        for r in range(rounds):
+            buf = torch.empty_like(start)
+            dist.recv(buf, src=0, tag=tags.recv(r))
+            dist.send(buf + 2, dst=0, tag=tags.send(r))
+    dist.barrier()
+    sent = [seeded(0, shape, dtype, 50 + 10 * i + r) for r in range(rounds)]
+    if rank == 1:                       # the body, facing a partner with its own values
+        with alone():
+            probes.append([t.clone() for t in body(torch.zeros_like(start), rounds)])
+    elif rank == 0:                     # ... whose replies are what arrived + 1
+        replies = []
+        for r, value in enumerate(sent):
+            dist.send(value, dst=1, tag=tags.send(r))
+            replies.append(torch.empty_like(value))
+            dist.recv(replies[-1], src=1, tag=tags.recv(r))
+        echoes.append(replies)
+
+
+def _clock_probe(rank, body, first_call):
+    """Rank 0's body facing a partner that takes its time: (the seconds it returned, its
+    own wall time, each round's span in the record) on rank 0, None elsewhere."""
     tensor = seeded(0, (6,), torch.float32, 7)
     if rank == 0:
         first, started = len(tracing.TRACER.events), time.perf_counter()
         with alone():
             _, seconds = body(tensor, PROBE_ROUNDS)
-        timing = (list(seconds), time.perf_counter() - started,
-                  _round_spans(tracing.TRACER.events[first:]))
-    elif rank == 1:
-        tags = Tags(calls[0], 0)
+        return (list(seconds), time.perf_counter() - started,
+                _round_spans(tracing.TRACER.events[first:]))
+    if rank == 1:
+        tags = Tags(first_call, 0)
         for r in range(PROBE_ROUNDS):
             buf = torch.empty_like(tensor)
             time.sleep(PROBE_LATE_RECV)
             dist.recv(buf, src=0, tag=tags.recv(r))
             time.sleep((r + 1) * PROBE_SLEEP)
             dist.send(buf + 1, dst=0, tag=tags.send(r))
-    return calls, probes, timing, echoes
+    return None
 
 
 def pass_token_worker(rank, world_size, impl):
@@ -170,10 +182,14 @@ def test_ping_pong(impl, world_size):
                 f"replies with what arrived + 1, whatever arrived"))
     _check_clock(*results[0][2])
     check_p2p_only(results.trace, "ping_pong", builds="the exchange")
-    # Really point to point: each round is one send from 0 to 1 and one from 1 to 0.
+    _check_every_round_travels(results.trace)
+
+
+def _check_every_round_travels(trace) -> None:
+    """Really point to point: each round is one send from 0 to 1 and one from 1 to 0."""
     for src, dst in ((0, 1), (1, 0)):
-        sends = [e for e in p2p_ops(results.trace, src, ("send", "isend")) if e.peer == dst]
-        recvs = [e for e in p2p_ops(results.trace, dst, ("recv", "irecv")) if e.peer in (src, None)]
+        sends = [e for e in p2p_ops(trace, src, ("send", "isend")) if e.peer == dst]
+        recvs = [e for e in p2p_ops(trace, dst, ("recv", "irecv")) if e.peer in (src, None)]
         expected = sum(ROUNDS)
         if len(sends) < expected or len(recvs) < expected:
             raise GradeFailure(f"ping_pong: expected {expected} messages from rank {src} to "

@@ -80,11 +80,16 @@ def test_make_check_grades_what_changed_and_remembers_the_rest(tmp_path, no_left
         again.stdout
     assert "0 grader run(s) to do" in again.stdout
 
-    # lesson 06's ring averaging, written to use the ring: graded, solved on a solved ring
+    _a_change_regrades_what_it_touches(course, grades)
+    _calling_the_reference_is_no_solution(course, grades)
+
+
+def _a_change_regrades_what_it_touches(course, grades) -> None:
+    """Lesson 06's ring averaging, written to use the ring: graded, solved on a solved ring;
+    editing the ring regrades the ring and what uses it, nothing else."""
     _solve(course, "gradients", ["average_gradients_ring"])
     third = _check(course, grades, "--lesson=06")
     assert re.search(r"\n\s+solved\s+average_gradients_ring\n", third.stdout), third.stdout
-    # editing the ring regrades the ring and what uses it, nothing else
     ring = course / "labs" / "ring.py"
     ring.write_text(ring.read_text().replace("def ring_all_reduce(tensor):",
                                              "def ring_all_reduce(tensor):  # edited", 1))
@@ -93,7 +98,10 @@ def test_make_check_grades_what_changed_and_remembers_the_rest(tmp_path, no_left
     runs = 2 * len(SIZES)
     assert f"{runs} grader run(s) to do" in fourth.stdout, fourth.stdout
 
-    # a body that calls the reference solution is no solution: the sheet says whose code sent
+
+def _calling_the_reference_is_no_solution(course, grades) -> None:
+    """A body that calls the reference solution is no solution: the sheet says whose code sent."""
+    ring = course / "labs" / "ring.py"
     ring.write_text(ring.read_text().replace(
         "def pipelined_ring_all_reduce(tensor, segment_bytes=4 << 20):",
         "def pipelined_ring_all_reduce(tensor, segment_bytes=4 << 20):\n"

@@ -291,7 +291,6 @@ def test_make_lab_prints_a_url_that_opens_the_learners_lesson_00(tmp_path):
     import subprocess
     import sys
     import time
-    import urllib.request
 
     from labs.harness.commands import copies
 
@@ -315,15 +314,23 @@ def test_make_lab_prints_a_url_that_opens_the_learners_lesson_00(tmp_path):
         first = sorted(copies.lessons())[0].name
         mine = (copies.YOURS / first).relative_to(ROOT).as_posix()
         assert re.fullmatch(rf"http://127\.0\.0\.1:\d+/lab/tree/{re.escape(mine)}\?token=\w+", url)
-        for _ in range(120):            # the URL is printed just before the server listens
-            try:
-                with urllib.request.urlopen(url, timeout=30) as page:
-                    assert page.status == 200, (page.status, line)
-                break
-            except urllib.error.URLError:
-                time.sleep(0.5)
-        else:
-            raise AssertionError(f"{url} never answered")
+        _answers(url, line)
     finally:
         lab.terminate()
         lab.wait(30)
+
+
+def _answers(url: str, line: str) -> None:
+    """The URL is printed just before the server listens: wait (a minute at most) for a 200."""
+    import time
+    import urllib.error
+    import urllib.request
+
+    for _ in range(120):
+        try:
+            with urllib.request.urlopen(url, timeout=30) as page:
+                assert page.status == 200, (page.status, line)
+            return
+        except urllib.error.URLError:
+            time.sleep(0.5)
+    raise AssertionError(f"{url} never answered")

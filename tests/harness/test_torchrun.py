@@ -167,59 +167,77 @@ def run_all(commands: dict[str, list[str]], timeout: float = TIMEOUT) -> dict[st
     with tempfile.TemporaryDirectory(prefix="p2p-torchrun-test-") as folder:
         try:
             for i, (name, cmd) in enumerate(commands.items()):
-                out, err = (open(os.path.join(folder, f"{i}.{kind}"), "w+")
-                            for kind in ("out", "err"))
-                files[name] = (out, err)
+                files[name] = tuple(open(os.path.join(folder, f"{i}.{kind}"), "w+")
+                                    for kind in ("out", "err"))
                 procs[name] = subprocess.Popen(
-                    cmd, cwd=ROOT, env=_env(token), stdout=out, stderr=err,
-                    stdin=subprocess.DEVNULL, text=True, start_new_session=True,
-                    preexec_fn=_die_with(os.getpid()))
-            deadline = time.monotonic() + timeout
-            timed_out = False
-            while True:
-                codes = [p.poll() for p in procs.values()]     # every one, every time
-                if None not in codes:
-                    break
-                if any(code not in (None, 0) for code in codes):
-                    time.sleep(2.0)         # let the others report the same failure, then stop
-                    break
-                if time.monotonic() >= deadline:
-                    timed_out = True
-                    break
-                time.sleep(0.1)
-            running = {name: _stacks(token, p.pid) for name, p in procs.items()
-                       if p.poll() is None}
-            if running or any(p.returncode != 0 for p in procs.values()):
-                _kill_marked(token)           # torchrun's workers too: they have sessions of their own
-            for p in procs.values():
-                _kill_group(p.pid)
-                p.wait()
-            outputs, report = {}, []
-            for name, proc in procs.items():
-                out, err = files[name]
-                out.seek(0)
-                err.seek(0)
-                outputs[name], errors = out.read(), err.read()
-                why = (f"no exit after {timeout:g} s" if timed_out else
-                       "still running after another command failed")
-                state = (f"{why} (killed); its processes were in:\n{running[name]}"
-                         if name in running else f"exit code {proc.returncode}")
-                report.append(f"{name}: {state}\n--- stdout ---\n{outputs[name]}"
-                              f"--- stderr ---\n{_excerpt(errors)}")
+                    cmd, cwd=ROOT, env=_env(token), stdout=files[name][0],
+                    stderr=files[name][1], stdin=subprocess.DEVNULL, text=True,
+                    start_new_session=True, preexec_fn=_die_with(os.getpid()))
+            timed_out = _wait_for_all(procs, timeout)
+            running = _stop_all(procs, token)
+            outputs, report = _outputs_and_report(procs, files, running, timed_out, timeout)
             if running or any(p.returncode != 0 for p in procs.values()):
                 pytest.fail("\n".join(report))
             return outputs
         finally:
-            for proc in procs.values():
-                if proc.poll() is None:
-                    _kill_group(proc.pid)
-                    proc.wait()
-            for out, err in files.values():
-                out.close()
-                err.close()
-            for name, proc in procs.items():
-                _assert_group_gone(proc.pid, f"`{' '.join(commands[name])}`")
-            _assert_marked_gone(token)
+            _clean_up(commands, procs, files, token)
+
+
+def _wait_for_all(procs: dict, timeout: float) -> bool:
+    """Until every command exits, one fails (then 2 s more), or the deadline: True if that."""
+    deadline = time.monotonic() + timeout
+    while True:
+        codes = [p.poll() for p in procs.values()]     # every one, every time
+        if None not in codes:
+            return False
+        if any(code not in (None, 0) for code in codes):
+            time.sleep(2.0)         # let the others report the same failure, then stop
+            return False
+        if time.monotonic() >= deadline:
+            return True
+        time.sleep(0.1)
+
+
+def _stop_all(procs: dict, token: str) -> dict[str, str]:
+    """Kill every group (stacks first, of those still running); return those stacks by name."""
+    running = {name: _stacks(token, p.pid) for name, p in procs.items() if p.poll() is None}
+    if running or any(p.returncode != 0 for p in procs.values()):
+        _kill_marked(token)           # torchrun's workers too: they have sessions of their own
+    for p in procs.values():
+        _kill_group(p.pid)
+        p.wait()
+    return running
+
+
+def _outputs_and_report(procs, files, running, timed_out, timeout):
+    """Each command's stdout, and one paragraph per command: its state, stdout, stderr."""
+    outputs, report = {}, []
+    for name, proc in procs.items():
+        out, err = files[name]
+        out.seek(0)
+        err.seek(0)
+        outputs[name], errors = out.read(), err.read()
+        why = (f"no exit after {timeout:g} s" if timed_out else
+               "still running after another command failed")
+        state = (f"{why} (killed); its processes were in:\n{running[name]}"
+                 if name in running else f"exit code {proc.returncode}")
+        report.append(f"{name}: {state}\n--- stdout ---\n{outputs[name]}"
+                      f"--- stderr ---\n{_excerpt(errors)}")
+    return outputs, report
+
+
+def _clean_up(commands, procs, files, token) -> None:
+    """Whatever happened: every group killed, every file closed, every process proven gone."""
+    for proc in procs.values():
+        if proc.poll() is None:
+            _kill_group(proc.pid)
+            proc.wait()
+    for out, err in files.values():
+        out.close()
+        err.close()
+    for name, proc in procs.items():
+        _assert_group_gone(proc.pid, f"`{' '.join(commands[name])}`")
+    _assert_marked_gone(token)
 
 
 def _kill_marked(token: str) -> list[int]:
