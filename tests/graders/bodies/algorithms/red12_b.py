@@ -16,29 +16,13 @@ import torch.distributed as dist
 
 from labs.algorithms import flat_view, fold_in, fold_out, power_of_two_below, scratch
 from labs.ring import chunk_bounds
+from tests.graders.bodies._shared import delta as _delta, undelta as _undelta
 
 
 def _wait(ops):
     if ops:
         for work in dist.batch_isend_irecv(ops):
             work.wait()
-
-
-def _delta(x):
-    """[x0, x1 - x0, x2 - x0, ...] (a constant tensor -> [c, 0, 0, ...])."""
-    if x.numel() < 2 or x.dtype == torch.bfloat16:
-        return x.contiguous().clone()
-    out = x - x[0]
-    out[0] = x[0]
-    return out
-
-
-def _undelta(m):
-    if m.numel() < 2 or m.dtype == torch.bfloat16:
-        return m.clone()
-    out = m + m[0]
-    out[0] = m[0]
-    return out
 
 
 # -- lesson 10: algorithms --------------------------------------------------------------------

@@ -15,6 +15,7 @@ import torch
 import torch.distributed as dist
 
 from solutions.ring import ring_all_reduce as _solved_ring
+from tests.graders.bodies._shared import delta as _delta, undelta as _undelta, with_grads as _grads
 
 
 def _wait(ops):
@@ -23,28 +24,7 @@ def _wait(ops):
             work.wait()
 
 
-def _delta(x):
-    """[x0, x1 - x0, x2 - x0, ...] (a constant tensor -> [c, 0, 0, ...])."""
-    if x.numel() < 2 or x.dtype == torch.bfloat16:
-        return x.contiguous().clone()
-    out = x - x[0]
-    out[0] = x[0]
-    return out
-
-
-def _undelta(m):
-    if m.numel() < 2 or m.dtype == torch.bfloat16:
-        return m.clone()
-    out = m + m[0]
-    out[0] = m[0]
-    return out
-
-
 # -- lesson 06: gradients ---------------------------------------------------------------------
-
-def _grads(model):
-    return [p for p in model.parameters() if p.grad is not None]
-
 
 def _a2a(model, enc, dec, combine):
     rank, ws = dist.get_rank(), dist.get_world_size()

@@ -11,17 +11,7 @@ import torch.distributed as dist
 
 from tests.graders.bodies.gradients.red12_b import _grads
 from solutions.ring import ring_all_reduce as _solved_ring
-
-
-def _interleave(x):
-    return torch.cat([x[0::2], x[1::2]]).contiguous()
-
-
-def _deinterleave(m):
-    out = torch.empty_like(m)
-    half = (m.numel() + 1) // 2
-    out[0::2], out[1::2] = m[:half], m[half:]
-    return out
+from tests.graders.bodies._shared import deinterleave as _deinterleave, interleave as _interleave
 
 
 # WRONG: the all-to-all average with every gradient sent interleaved.

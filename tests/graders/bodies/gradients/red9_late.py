@@ -8,13 +8,10 @@ import torch
 import torch.distributed as dist
 
 from solutions.ring import ring_all_reduce as _solution_ring
+from tests.graders.bodies._shared import with_grads as _with_grads
 
 
 # -- lesson 06 ------------------------------------------------------------------------------
-
-def _with_grads(model):
-    return [p for p in model.parameters() if p.grad is not None]
-
 
 def a2a_flipped_wire(model):
     """WRONG (what travels): the reference's one batch, but every gradient travels flattened
@@ -42,7 +39,6 @@ def a2a_flipped_wire(model):
 
 
 # -- lesson 06, state ------------------------------------------------------------------------
-
 
 
 def a2a_sets_deterministic(model):

@@ -9,12 +9,9 @@ tests/graders/bodies/<lesson>/red10.py.)
 import torch
 import torch.distributed as dist
 
+from tests.graders.bodies._shared import neighbours as _ring
+
 # -- in-flight buffers read or written where the dispatcher does not see -------------------
-
-
-def _ring():
-    rank, ws = dist.get_rank(), dist.get_world_size()
-    return (rank + 1) % ws, (rank - 1) % ws
 
 
 # -- rotate_kv ---------------------------------------------------------------------------

@@ -9,17 +9,7 @@ tests/graders/bodies/<lesson>/red13_layout.py.)
 import torch
 
 from tests.graders.bodies.ring.red12_b import _contiguous_chunks, _ring
-
-
-def _interleave(x):
-    return torch.cat([x[0::2], x[1::2]]).contiguous()
-
-
-def _deinterleave(m):
-    out = torch.empty_like(m)
-    half = (m.numel() + 1) // 2
-    out[0::2], out[1::2] = m[:half], m[half:]
-    return out
+from tests.graders.bodies._shared import deinterleave as _deinterleave, interleave as _interleave
 
 
 # WRONG: every chunk travels rotated by one element, and is rotated back on arrival.

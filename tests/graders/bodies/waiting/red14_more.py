@@ -11,6 +11,8 @@ import threading
 import torch
 import torch.distributed as dist
 
+from tests.graders.bodies._shared import neighbours as _ring
+
 _KEPT: dict = {}       # buffers a body keeps between calls, by (name, shape, dtype)
 
 
@@ -19,11 +21,6 @@ def _kept(name, like):
     if key not in _KEPT:
         _KEPT[key] = torch.empty_like(like)
     return _KEPT[key]
-
-
-def _ring():
-    rank, ws = dist.get_rank(), dist.get_world_size()
-    return (rank + 1) % ws, (rank - 1) % ws
 
 
 def _post(block, recv_buf):

@@ -3,13 +3,9 @@ import torch
 import torch.distributed as dist
 
 from labs.harness.ranks.tracing import span
+from tests.graders.bodies._shared import neighbours as _ring
 
 _DELTA = {}
-
-
-def _ring():
-    rank, ws = dist.get_rank(), dist.get_world_size()
-    return (rank + 1) % ws, (rank - 1) % ws
 
 
 def _wait(works):

@@ -20,12 +20,8 @@ import torch
 import torch.distributed as dist
 
 from tests.graders.bodies import copies
+from tests.graders.bodies._shared import ring_places as _ring
 reference_shift = copies.waiting.safe_ring_shift
-
-
-def _ring():
-    rank, n = dist.get_rank(), dist.get_world_size()
-    return rank, n, (rank + 1) % n, (rank - 1) % n
 
 
 def _in_thread(fn, *args):

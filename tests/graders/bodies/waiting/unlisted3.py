@@ -9,11 +9,7 @@ tests/graders/bodies/<lesson>/unlisted3.py.)
 import torch
 import torch.distributed as dist
 
-
-
-def _ring():
-    rank, n = dist.get_rank(), dist.get_world_size()
-    return rank, n, (rank + 1) % n, (rank - 1) % n
+from tests.graders.bodies._shared import ring_places as _ring
 
 
 def _wait(works):
