@@ -6,11 +6,7 @@ tests/graders/bodies/<lesson>/others2.py.)
 import torch
 import torch.distributed as dist
 
-
-
-def _ring():
-    rank, n = dist.get_rank(), dist.get_world_size()
-    return rank, n, (rank + 1) % n, (rank - 1) % n
+from tests.graders.bodies._shared import ring_places as _ring
 
 
 def _wait(works):
@@ -25,10 +21,6 @@ def forward_tagged_detached(output, next_rank):
     _wait(dist.batch_isend_irecv([dist.P2POp(dist.irecv, got, next_rank, tag=9),
                                   dist.P2POp(dist.isend, output.detach().contiguous(), next_rank, tag=9)]))
     return got
-
-
-def backward_tagged_detached(input_grad, prev_rank):
-    return forward_tagged_detached(input_grad, prev_rank)
 
 
 def rotate_v_first(k, v):

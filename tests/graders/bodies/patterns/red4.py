@@ -12,14 +12,6 @@ def fwd_ungrouped(output, next_rank):
     return grad
 
 
-def bwd_ungrouped(input_grad, prev_rank):
-    act = torch.empty_like(input_grad)
-    works = [dist.isend(input_grad.contiguous(), prev_rank), dist.irecv(act, prev_rank)]
-    for w in works:
-        w.wait()
-    return act
-
-
 # WRONG (borderline): batched but no .contiguous(): raises on a non-contiguous activation
 def fwd_no_contiguous(output, next_rank):
     grad = torch.empty_like(output)
@@ -27,14 +19,6 @@ def fwd_no_contiguous(output, next_rank):
                                      dist.P2POp(dist.irecv, grad, next_rank)]):
         w.wait()
     return grad
-
-
-def bwd_no_contiguous(input_grad, prev_rank):
-    act = torch.empty_like(input_grad)
-    for w in dist.batch_isend_irecv([dist.P2POp(dist.isend, input_grad, prev_rank),
-                                     dist.P2POp(dist.irecv, act, prev_rank)]):
-        w.wait()
-    return act
 
 
 # RIGHT: receive posted first, tagged, new_empty, group=None
@@ -46,16 +30,6 @@ def fwd_recv_first(output, next_rank):
     for r in reversed(reqs):
         r.wait()
     return grad
-
-
-def bwd_recv_first(input_grad, prev_rank):
-    act = input_grad.new_empty(input_grad.shape)
-    ops = [dist.P2POp(dist.irecv, act, prev_rank, group=None, tag=3),
-           dist.P2POp(dist.isend, input_grad.contiguous(), prev_rank, group=None, tag=3)]
-    reqs = dist.batch_isend_irecv(ops)
-    for r in reversed(reqs):
-        r.wait()
-    return act
 
 
 # RIGHT: rotate_kv sending clones (kept alive by the Work), recv buffers via zeros_like

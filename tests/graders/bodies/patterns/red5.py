@@ -20,11 +20,6 @@ def fwd_float32_wire(output, next_rank):
     return _exchange_float32_wire(output, next_rank)
 
 
-def bwd_float32_wire(input_grad, prev_rank):
-    """WRONG: the mirror of fwd_float32_wire."""
-    return _exchange_float32_wire(input_grad, prev_rank)
-
-
 def _exchange_flat(to_send, peer):
     flat_out = to_send.detach().reshape(-1).contiguous()
     flat_in = torch.empty(to_send.numel(), dtype=to_send.dtype)
@@ -40,7 +35,3 @@ def fwd_flat_wire(output, next_rank):
     the receive listed first, the result a view of a new 1-D buffer in the right shape."""
     return _exchange_flat(output, next_rank)
 
-
-def bwd_flat_wire(input_grad, prev_rank):
-    """RIGHT: the mirror of fwd_flat_wire."""
-    return _exchange_flat(input_grad, prev_rank)

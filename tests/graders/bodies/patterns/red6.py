@@ -32,11 +32,6 @@ def fwd_memo_by_own_output(output, next_rank):
     return _exchange_memo(output, next_rank, "fwd")
 
 
-def bwd_memo_by_own_output(input_grad, prev_rank):
-    """WRONG: the mirror of fwd_memo_by_own_output."""
-    return _exchange_memo(input_grad, prev_rank, "bwd")
-
-
 def fwd_receive_first_detached_clone(output, next_rank):
     """RIGHT: receive listed first, the send of output.detach().clone(memory_format=
     torch.contiguous_format) (the same bytes as .contiguous(), a copy of its own), result
@@ -48,12 +43,3 @@ def fwd_receive_first_detached_clone(output, next_rank):
         w.wait()
     return buf
 
-
-def bwd_receive_first_detached_clone(input_grad, prev_rank):
-    """RIGHT: the mirror of fwd_receive_first_detached_clone."""
-    out = input_grad.detach().clone(memory_format=torch.contiguous_format)
-    buf = input_grad.new_empty(input_grad.shape)
-    for w in dist.batch_isend_irecv([dist.P2POp(dist.irecv, buf, prev_rank),
-                                     dist.P2POp(dist.isend, out, prev_rank)]):
-        w.wait()
-    return buf

@@ -92,16 +92,3 @@ def ring_counter_clockwise(tensor):
                 flat[r0:r1].copy_(inc)
     return tensor
 
-
-def ring_avg_divide_first(model):
-    """Divide each gradient first, then the ring (the same mean up to rounding)."""
-    from solutions.ring import ring_all_reduce
-    by_dtype = {}
-    for p in model.parameters():
-        if p.grad is not None:
-            by_dtype.setdefault(p.grad.dtype, []).append(p.grad)
-    for grads in by_dtype.values():
-        flat = torch.cat([g.reshape(-1) / dist.get_world_size() for g in grads])
-        ring_all_reduce(flat)
-        for g, piece in zip(grads, flat.split([g.numel() for g in grads])):
-            g.copy_(piece.view_as(g))
