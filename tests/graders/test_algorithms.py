@@ -14,9 +14,10 @@ import torch
 from labs.harness.grading import (GradeFailure, call, check_close, check_p2p_only,
                                   check_same_on_every_rank,
                                   fail_if_any, grade, implementation, non_contiguous_case,
-                                  p2p_ops, seeded, rounding_unit)
+                                  p2p_ops, seeded)
 from labs.harness.grading.evidence import body_line, grouped, outcome
 from labs.harness.grading.inputs import every_dtype
+from tests.graders import bf16_sum_tolerance
 
 DTYPES = ["float32", "float64", "bfloat16", "int64"]
 # The broadcast moves any dtype: the others once each (a tree that widens float16 shows).
@@ -25,7 +26,6 @@ OTHER_DTYPES = [str(d).removeprefix("torch.") for _, d in every_dtype([])
 SHAPES = [(), (0,), (1,), (3,), (2, 5), (257,)]
 CASES = [(dtype, shape) for dtype in DTYPES for shape in SHAPES]
 WORLD_SIZES = [1, 2, 3, 4, 5, 6, 7, 8]
-BF16_U = rounding_unit(torch.bfloat16)   # n additions stay within n*u*sum|x|
 
 
 # A large tensor too (4 MiB of float32): a body may keep the method for small ones only.
@@ -85,7 +85,7 @@ def _exact(i, dtype, shape, world_size):
     if dtype == "int64" or not inputs[0].numel():      # int64: summed as integers, exactly
         return (torch.stack(inputs).sum(0) if inputs[0].numel() else inputs[0]), None
     wide = torch.stack([t.double() for t in inputs])
-    allowed = world_size * BF16_U * wide.abs().sum(0) if dtype == "bfloat16" else None
+    allowed = bf16_sum_tolerance(world_size, wide.abs().sum(0)) if dtype == "bfloat16" else None
     return wide.sum(0), allowed
 
 
@@ -113,7 +113,8 @@ def _check_sum(got, i, dtype, shape, world_size, rank, what):
         check_close(got, exact.to(getattr(torch, dtype)), rank=rank, what=what)
         return
     check_close(got, exact.to(torch.bfloat16), rank=rank, what=what, atol=float("inf"))
-    allowed = world_size * BF16_U * torch.stack(inputs).abs().sum(0) if got.numel() else exact
+    allowed = bf16_sum_tolerance(world_size, torch.stack(inputs).abs().sum(0)) if got.numel() \
+        else exact
     err = (got.double() - exact).abs()
     if got.numel() and bool((err > allowed).any()):
         j = int((err - allowed).flatten().argmax())

@@ -17,9 +17,10 @@ import torch.distributed as dist
 from labs.harness.grading import (GradeFailure, call, check_close, check_messages, check_p2p_only,
                                   check_same_on_every_rank,
                                   fail_if_any, grade, implementation, in_case,
-                                  non_contiguous_case, recording, seeded, rounding_unit)
+                                  non_contiguous_case, recording, seeded)
 from labs.harness.grading.evidence import grouped, outcome
 from labs.ring import DTYPES, chunk_bounds
+from tests.graders import bf16_sum_tolerance
 
 SHAPES = [(), (0,), (1,), (2,), (3,), (7,), (3, 5), (2, 3, 4), (1, 1, 13), (257,), (4099,)]
 # A large tensor too (4 MiB of float32): a body may keep the ring for small ones only.
@@ -47,7 +48,6 @@ def for_world(cases, world_size):
 # bfloat16 keeps 8 significant bits: every addition rounds with a relative error of at
 # most u = 2**-8. A sum over n ranks in any order (the ring's, gloo's, or once in float32)
 # is then within n * u * sum_i |x_i| of the exact sum, element by element.
-BF16_U = rounding_unit(torch.bfloat16)   # n additions stay within n*u*sum|x|
 
 
 @pytest.mark.parametrize("world_size", WORLD_SIZES)
@@ -124,7 +124,7 @@ def all_reduce_grader(rank, world_size, impl, name, cases):
         outcomes.append(outcome(
             case, dtype=dtype, world_size=world_size, data=data, got=tensor, message=message,
             expected=expected if exact is None else exact, ops=getattr(fn, "last_ops", ()),
-            allowed=None if exact is None else world_size * BF16_U * magnitude, body=fn))
+            allowed=None if exact is None else bf16_sum_tolerance(world_size, magnitude), body=fn))
         if not method_failed:
             default = 4 << 20 if name == "pipelined_ring_all_reduce" else None
             method_failed = _failed(failures, check_ring_traffic, done.events, what, rank=rank,
@@ -165,7 +165,7 @@ def reduce_scatter_grader(rank, world_size, impl):
                                        expected if exact is None else exact,
                                        (start, stop), failures[told:], world_size,
                                        allowed=None if exact is None else
-                                       world_size * BF16_U * magnitude))
+                                       bf16_sum_tolerance(world_size, magnitude)))
         if not method_failed:
             method_failed = _failed(failures, check_ring_traffic, events, what, rank=rank,
                                     numel=data.numel(), dtype=dtype, world_size=world_size,
@@ -275,7 +275,7 @@ def check_sum(got, expected, exact, magnitude, *, rank, world_size, what):
         return
     check_close(got, expected, rank=rank, what=what, atol=float("inf"))  # shape and dtype
     err = (got.double() - exact).abs()
-    allowed = world_size * BF16_U * magnitude
+    allowed = bf16_sum_tolerance(world_size, magnitude)
     if got.numel() and bool((err > allowed).any()):
         i = int((err - allowed).flatten().argmax())
         raise GradeFailure(

@@ -14,9 +14,10 @@ import torch.distributed as dist
 import labs.algorithms as lab
 import labs.views.algorithms as view
 from labs import launch
-from labs.harness.grading import GradeFailure, rounding_unit
+from labs.harness.grading import GradeFailure
 from labs.harness.ranks.data import seeded
 from labs.ring import chunk_bounds
+from tests.graders import bf16_sum_tolerance
 from tests.graders import test_algorithms as graders
 
 BODIES = "tests.graders.bodies.algorithms"
@@ -114,7 +115,7 @@ def contract_worker(rank, world_size, names):
             err = (tensor.double() - exact).abs().max().item() if data.numel() else 0.0
             biggest = magnitude.max().item() if data.numel() else 0.0
             allowed = {"float32": 1e-5, "float64": 1e-12, "int64": 0.0,
-                       "bfloat16": world_size * rounding_unit(torch.bfloat16)}[dtype] * max(biggest, 1.0)
+                       "bfloat16": bf16_sum_tolerance(world_size)}[dtype] * max(biggest, 1.0)
             out.append((name, dtype, shape, got is tensor, err, allowed))
     return out, sorted(ran)
 
@@ -149,7 +150,7 @@ def non_contiguous_worker(rank, world_size, what):
         got = lab.best_all_reduce(view)
         outside = torch.ones_like(base, dtype=torch.bool)
         make(outside).fill_(False)
-        tol = {"float32": 1e-5, "int64": 0.0, "bfloat16": world_size * rounding_unit(torch.bfloat16)}[dtype]
+        tol = {"float32": 1e-5, "int64": 0.0, "bfloat16": bf16_sum_tolerance(world_size)}[dtype]
         close = torch.allclose(view.double(), expected.double(), rtol=tol, atol=tol)
         out.append((got is view, not view.is_contiguous(), close,
                     torch.equal(base[outside], before[outside])))
