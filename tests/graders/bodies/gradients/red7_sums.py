@@ -7,10 +7,47 @@ tests/graders/bodies/<lesson>/red7_sums.py.)
 import torch
 import torch.distributed as dist
 
+from labs.ring import chunk_bounds
 from solutions.ring import ring_all_reduce
 from tests.graders.bodies._shared import half as _half
-# the ring these bodies average with, as a learner's lesson 06 calls lesson 05's file
-from tests.graders.bodies.ring.red7_sums import _ring
+
+
+def _swap(send, peer, recv, source=None):
+    """Send to `peer` and receive from `source` (default: the same peer), one batch."""
+    for work in dist.batch_isend_irecv([dist.P2POp(dist.isend, send, peer),
+                                        dist.P2POp(dist.irecv, recv, peer if source is None
+                                                   else source)]):
+        work.wait()
+
+
+def _ring(tensor, *, owner_shift=0, encode=None, decode=None, gather=True, accumulate=None):
+    """The ring all-reduce (or its reduce-scatter alone): rank r ends its reduce-scatter with
+    chunk (r + owner_shift) % n. encode/decode: what goes on the wire and back."""
+    rank, n = dist.get_rank(), dist.get_world_size()
+    flat = tensor.view(-1)
+    bounds = chunk_bounds(flat.numel(), n)
+    chunks = [flat[a:b] for a, b in bounds]
+    nxt, prev = (rank + 1) % n, (rank - 1) % n
+    mine = (rank + owner_shift) % n
+    if n == 1:
+        return chunks[mine] if not gather else tensor
+    for step in range(n - 1):
+        out, into = chunks[(mine - step - 1) % n], chunks[(mine - step - 2) % n]
+        wire = torch.empty_like(into)
+        _swap(encode(out) if encode else out, nxt, wire, prev)
+        got = decode(wire) if decode else wire
+        if accumulate:
+            into.copy_((into.to(accumulate) + got.to(accumulate)).to(into.dtype))
+        else:
+            into.add_(got)
+    if not gather:
+        return chunks[mine]
+    for step in range(n - 1):
+        out, into = chunks[(mine - step) % n], chunks[(mine - step - 1) % n]
+        wire = torch.empty_like(into)
+        _swap(encode(out) if encode else out, nxt, wire, prev)
+        into.copy_(decode(wire) if decode else wire)
+    return tensor
 
 
 def a2a_negated_wire(model):
