@@ -4,7 +4,9 @@ and p2p_all_to_all.
 Each grader launches real workers (1-8 ranks); every rank runs the implementation under
 test and the torch.distributed collective of the same name on the same data, for several
 dtypes, shapes and roots (first, middle, last); the test compares them rank by rank (bitwise:
-moving data must not change it); broadcast and gather post every transfer in one batch.
+moving data must not change it), every case (not up to the first wrong one), and failing
+cases that share a cause are told once, as that cause (labs/harness/grading/evidence.py);
+broadcast and gather post every transfer in one batch.
 """
 from dataclasses import dataclass
 

@@ -5,7 +5,8 @@ Each grader launches real workers (1-8 ranks) with a model that has float32 and 
 parameters, bfloat16 and float16 ones, a channels_last one (its gradient not contiguous), a
 3-d parameter, a frozen one and an unused one (grad None on every rank),
 then a large one (2^20 weights), with gradients that differ per rank. Expected:
-`dist.all_reduce(grad); grad /= W`.
+`dist.all_reduce(grad); grad /= W`, for every parameter of every case on every rank; failing
+ones that share a cause (a dtype) are told once, as that cause (labs/harness/grading/evidence.py).
 The method: point-to-point only; the ring versions call lesson 05's ring_all_reduce once
 per flat buffer, in its own dtype (the ring's calls are recorded), the bucketed one once
 per bucket of DDP's plan (`plan_buckets`), in the plan's order.
