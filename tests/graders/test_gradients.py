@@ -275,8 +275,10 @@ def check_means(results, world_size, name, on_your_ring=False):
     except GradeFailure as exc:
         if not on_your_ring:
             raise
-        raise GradeFailure(f"{exc} (this runs your ring_all_reduce from labs/ring.py: if "
-                           f"tests/graders/test_ring.py fails too, fix the ring first)") from None
+        why = (" (this runs your ring_all_reduce from labs/ring.py: if "
+               "tests/graders/test_ring.py fails too, fix the ring first)")
+        problems = [*exc.problems[:-1], exc.problems[-1] + why] if exc.problems else ()
+        raise GradeFailure(f"{exc}{why}", problems=problems) from None
 
 
 def _check_means(results, world_size, name):
