@@ -5,7 +5,8 @@ Each grader launches real workers (1-8 ranks) with a model that has float32 and 
 parameters, bfloat16 and float16 ones, a channels_last one (its gradient not contiguous), a
 3-d parameter, a frozen one and an unused one (grad None on every rank),
 then a large one (2^20 weights), with gradients that differ per rank. Expected:
-`dist.all_reduce(grad); grad /= W`.
+`dist.all_reduce(grad); grad /= W`, for every parameter of every case on every rank; failing
+ones that share a cause (a dtype) are told once, as that cause (labs/harness/grading/evidence.py).
 The method: point-to-point only; the ring versions call lesson 05's ring_all_reduce once
 per flat buffer, in its own dtype (the ring's calls are recorded), the bucketed one once
 per bucket of DDP's plan (`plan_buckets`), in the plan's order.
@@ -14,6 +15,7 @@ import contextlib
 import importlib
 import inspect
 import sys
+from dataclasses import dataclass
 
 import pytest
 import torch
@@ -22,8 +24,10 @@ from torch import nn
 
 from labs.gradients import plan_buckets
 from labs.harness.grading.graded import GradedBody
-from labs.harness.grading import (GradeFailure, call, check_close, check_one_batch,
-                                  check_p2p_only, grade, implementation, seeded, rounding_unit)
+from labs.harness.grading import (Call, GradeFailure, call, check_close, check_one_batch,
+                                  check_p2p_only, fail_if_any, grade, implementation, seeded,
+                                  rounding_unit)
+from labs.harness.grading.evidence import body_line, grouped, outcome
 from tests.graders.spy import spying
 
 # On Mixed: a bucket per parameter; 25 bytes, where a plan that counts the frozen or unused
@@ -43,12 +47,12 @@ def test_average_gradients_all_to_all(impl, world_size):
     name = "average_gradients_all_to_all"
     results = grade(averaging_worker, world_size, args=(impl, name), what=name,
                     timeout=DEADLINE)
-    check_means(results, world_size)
+    check_means(results, world_size, name)
     if world_size > 1:
         for rank, records in enumerate(results):
-            for what, done, *_ in records:
-                check_one_batch(done.events, f"{what} with world_size={world_size}", rank=rank,
-                                expected="the whole exchange")
+            for record in records:
+                check_one_batch(record.done.events, f"{record.what} with world_size="
+                                f"{world_size}", rank=rank, expected="the whole exchange")
 
 
 @pytest.mark.parametrize("world_size", WORLD_SIZES)
@@ -56,7 +60,7 @@ def test_average_gradients_ring(impl, world_size):
     name = "average_gradients_ring"
     results = grade(averaging_worker, world_size, args=(impl, name), what=name,
                     timeout=DEADLINE)
-    check_means(results, world_size, on_your_ring=impl == "labs")
+    check_means(results, world_size, name, on_your_ring=impl == "labs")
     check_ring_calls(results, world_size, by_dtype=True)
 
 
@@ -65,7 +69,7 @@ def test_average_gradients_bucketed(impl, world_size):
     name = "average_gradients_bucketed"
     results = grade(averaging_worker, world_size, args=(impl, name), what=name,
                     timeout=DEADLINE)
-    check_means(results, world_size, on_your_ring=impl == "labs")
+    check_means(results, world_size, name, on_your_ring=impl == "labs")
     check_ring_calls(results, world_size, by_dtype=False)
 
 
@@ -74,8 +78,9 @@ def check_ring_calls(results, world_size, by_dtype):
     if world_size == 1:
         return              # nothing to reduce: skipping the ring is fine
     for rank, records in enumerate(results):
-        for what, done, _, _, rings, plan in records:
-            label = f"{what} with world_size={world_size}: rank {rank}"
+        for record in records:
+            rings, plan = record.rings, record.plan
+            label = f"{record.what} with world_size={world_size}: rank {rank}"
             seen = sorted(rings) if by_dtype else rings
             wanted = sorted(plan) if by_dtype else plan
             if seen == wanted:
@@ -169,9 +174,24 @@ def _grads(model):
             for name, p in model.named_parameters()}
 
 
+@dataclass
+class Averaged:
+    """One case on one rank: what it was, the call, each parameter's grad after it, the mean
+    expected, the rank's own grad before it, the ring's calls ((numel, dtype) each), the calls
+    DDP's plan makes, and the body's line where its data came in (evidence.body_line)."""
+
+    what: str
+    done: Call
+    got: dict
+    expected: dict
+    own: dict
+    rings: list
+    plan: list
+    line: str
+
+
 def averaging_worker(rank, world_size, impl, name):
-    """Returns [(what, Call, {param: grad after}, {param: expected mean}, the ring's calls,
-    the calls expected)] per bucket size; a ring call is (numel, dtype)."""
+    """Returns [Averaged] per model and bucket size."""
     fn = implementation(impl, "gradients", name)
     records = []
     bucketed = name == "average_gradients_bucketed"
@@ -184,7 +204,7 @@ def averaging_worker(rank, world_size, impl, name):
         model.zero_grad(set_to_none=True)
         x = seeded(rank, (6, 5), "float32", 100)       # this rank's batch
         model.loss(x).backward()
-        expected = _grads(model)
+        own, expected = _grads(model), _grads(model)
         for g in (g for g in expected.values() if g is not None):
             total = g.double().contiguous()       # exact for the half precisions' (1 + rank)
             dist.all_reduce(total)
@@ -195,7 +215,9 @@ def averaging_worker(rank, world_size, impl, name):
         args = (model,) if bucket_bytes is None else (model, bucket_bytes)
         with ring_calls(fn) as rings:
             done = call(fn, *args, case=what)
-        records.append((what, done, _grads(model), expected, rings, _plan(model, bucket_bytes)))
+        records.append(Averaged(what, done, _grads(model), expected, own, rings,
+                                _plan(model, bucket_bytes),
+                                body_line(getattr(fn, "last_ops", ()), fn)))
     return records
 
 
@@ -245,45 +267,70 @@ def _called_from(code_ids) -> bool:
     return False
 
 
-def check_means(results, world_size, on_your_ring=False):
+def check_means(results, world_size, name, on_your_ring=False):
     """Every rank returned None and holds the mean gradient, with the same bits as rank 0.
     on_your_ring: the averaging ran the learner's lesson-05 ring; a wrong mean may be its."""
     try:
-        _check_means(results, world_size)
+        _check_means(results, world_size, name)
     except GradeFailure as exc:
         if not on_your_ring:
             raise
-        raise GradeFailure(f"{exc} (this runs your ring_all_reduce from labs/ring.py: if "
-                           f"tests/graders/test_ring.py fails too, fix the ring first)") from None
+        why = (" (this runs your ring_all_reduce from labs/ring.py: if "
+               "tests/graders/test_ring.py fails too, fix the ring first)")
+        problems = [*exc.problems[:-1], exc.problems[-1] + why] if exc.problems else ()
+        raise GradeFailure(f"{exc}{why}", problems=problems) from None
 
 
-def _check_means(results, world_size):
+def _check_means(results, world_size, name):
+    """Every parameter of every case on every rank: wrong means are kept per (case,
+    parameter) and rank (evidence.py), so failing ones that share a cause (a dtype, the
+    remainder of a split) are told once, as that cause, at the body's line."""
+    failures, outcomes = [], []
     for rank, records in enumerate(results):
-        for i, (what, done, got, expected, *_) in enumerate(records):
-            check_p2p_only(done.events, f"{what} with world_size={world_size}",
-                           builds="the averaging")
-            if done.result is not None:
-                raise GradeFailure(f"{what} with world_size={world_size}: rank {rank} returned "
-                                   f"{type(done.result).__name__}; it should return None "
-                                   f"(it edits param.grad)")
-            for pname, exp in expected.items():
-                label = f"{what} with world_size={world_size}, parameter '{pname}'"
-                if exp is None:
-                    if got[pname] is not None:
-                        raise GradeFailure(f"{label}: rank {rank} gave it a gradient; its grad "
-                                           f"was None on every rank and must stay None")
-                    continue
-                if got[pname] is None:
-                    raise GradeFailure(f"{label}: rank {rank} set its grad to None; "
-                                       f"expected the mean over ranks")
-                # Half precisions: a sum in another order, or divided first, rounds on the way
-                low = rounding_unit(exp.dtype) if exp.dtype in (torch.bfloat16, torch.float16) else None
-                check_close(got[pname], exp, rank=rank, what=label,
-                            **({"atol": 0, "rtol": (world_size + 2) * low} if low else {}))
-                reference = results[0][i][2][pname]
-                if rank > 0 and not torch.equal(got[pname], reference):
-                    diff = (got[pname].double() - reference.double()).abs().max().item()
-                    raise GradeFailure(
-                        f"{label}: rank {rank}'s mean differs from rank 0's by {diff:.3g}. "
-                        f"Every rank must end with the same bits (add the gradients in rank "
-                        f"order on every rank), or the replicas drift apart")
+        for i, record in enumerate(records):
+            what = f"{record.what} with world_size={world_size}"
+            try:
+                check_p2p_only(record.done.events, what, builds="the averaging")
+                if record.done.result is not None:
+                    raise GradeFailure(f"{what}: rank {rank} returned "
+                                       f"{type(record.done.result).__name__}; it should return "
+                                       f"None (it edits param.grad)")
+                for pname in record.expected:
+                    outcomes += _check_grad(record, pname, results[0][i].got[pname],
+                                            rank=rank, world_size=world_size, failures=failures)
+            except GradeFailure as exc:
+                failures.append(str(exc))
+    fail_if_any(grouped(failures, outcomes, name), name)
+
+
+def _check_grad(record, pname, rank0, *, rank, world_size, failures):
+    """[its CaseOutcome] (none if the grad stays None); a wrong mean's message goes to
+    `failures`; a grad None where it must not be (or not None where it must) raises."""
+    exp, got = record.expected[pname], record.got[pname]
+    label = f"{record.what} with world_size={world_size}, parameter '{pname}'"
+    if exp is None:
+        if got is not None:
+            raise GradeFailure(f"{label}: rank {rank} gave it a gradient; its grad was None "
+                               f"on every rank and must stay None")
+        return []
+    if got is None:
+        raise GradeFailure(f"{label}: rank {rank} set its grad to None; expected the mean "
+                           f"over ranks")
+    # Half precisions: a sum in another order, or divided first, rounds on the way
+    low = rounding_unit(exp.dtype) if exp.dtype in (torch.bfloat16, torch.float16) else None
+    message = ""
+    try:
+        check_close(got, exp, rank=rank, what=label,
+                    **({"atol": 0, "rtol": (world_size + 2) * low} if low else {}))
+        if rank > 0 and not torch.equal(got, rank0):
+            diff = (got.double() - rank0.double()).abs().max().item()
+            failures.append(f"{label}: rank {rank}'s mean differs from rank 0's by {diff:.3g}. "
+                            f"Every rank must end with the same bits (add the gradients in "
+                            f"rank order on every rank), or the replicas drift apart")
+    except GradeFailure as exc:
+        message = str(exc)
+        failures.append(message)
+    return [outcome(f"{record.what}, parameter '{pname}'", world_size=world_size,
+                    dtype=str(exp.dtype).removeprefix("torch."), data=record.own[pname],
+                    got=got, expected=exp, message=message, line=record.line,
+                    allowed=(world_size + 2) * low * exp.abs() if low else None)]

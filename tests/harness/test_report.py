@@ -94,6 +94,59 @@ def test_the_doubling_grader_says_only_a_dtype_fails_at_a_body_line():
 
 
 @pytest.mark.slow
+def test_lesson_07_names_a_dropped_remainder_at_a_body_line():
+    """A ring all_gather that copies each received tensor in numel // p chunks: every case
+    and rank is kept (it stopped at the first wrong case), one problem names the cause."""
+    from tests.graders import test_collectives
+    from tests.graders.bodies.collectives import report
+    with pytest.raises(GradeFailure) as failed:
+        test_collectives.test_p2p_all_gather(
+            "tests.graders.bodies.collectives.report:all_gather_copies_floor_chunks", 3)
+    assert len(failed.value.problems) == 1, failed.value.problems
+    text = failed.value.problems[0]
+    assert text.startswith("tests/graders/bodies/collectives/report.py:"), text
+    assert text.split(":")[1] != _def_line(report.all_gather_copies_floor_chunks).rpartition(
+        ":")[2]
+    assert "at world size 3, with one cause" in text
+    assert "the chunks leave the remainder out" in text and "never received" in text
+    assert "only sizes not divisible by the world size fail" in text
+    assert "dtype" not in text and "never reduced" not in text
+
+
+@pytest.mark.slow
+def test_lesson_06_names_the_one_dtype_that_fails_at_a_body_line():
+    """Gradient averaging that adds the 16-bit gradients in bfloat16: only float16 fails,
+    in every case that has it; one problem says so, and blames no size."""
+    from tests.graders import test_gradients
+    with pytest.raises(GradeFailure) as failed:
+        test_gradients.test_average_gradients_all_to_all(
+            "tests.graders.bodies.gradients.report:all_to_all_sums_halves_in_bfloat16", 3)
+    assert len(failed.value.problems) == 1, failed.value.problems
+    text = failed.value.problems[0]
+    assert text.startswith("tests/graders/bodies/gradients/report.py:"), text
+    assert "at world size 3, with one cause" in text
+    assert "only float16 fails (bfloat16, float32, float64 pass" in text
+    assert "divisible" not in text and "remainder" not in text
+
+
+def test_moved_data_is_compared_bit_for_bit_and_told_as_not_received():
+    """Moved data: -0.0 for 0.0 or another NaN is wrong; kept elements 'never received'."""
+    import torch
+
+    from labs.harness.grading.evidence import outcome
+    data = torch.tensor([0.0, 1.0, 2.0])
+    expected = torch.tensor([-0.0, float("nan"), 5.0])
+    got = torch.tensor([0.0, float("nan"), 2.0])
+    o = outcome("c", dtype="float32", world_size=2, data=data, got=got, expected=expected,
+                message="wrong", bits=True)
+    assert o.wrong == ((0, 1), (2, 3)), o.wrong      # -0.0 differs; the same NaN does not
+    outcomes = [_case(4, failed=False), _case(3, failed=True, wrong=((2, 3),), kept=True),
+                _case(5, failed=True, wrong=((4, 5),), kept=True)]
+    text = one_cause(outcomes, "p2p_all_gather", moved=True)[0]
+    assert "never received" in text and "reduced" not in text
+
+
+@pytest.mark.slow
 def test_a_bucket_plan_bug_is_told_one_way_at_every_world_size():
     """Issue 52 item 9: a plan that counts elements, not bytes, told in the same words at 2, 3
     and 6 ranks (the numbers aside), and in the plan's words, not a probe's."""

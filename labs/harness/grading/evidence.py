@@ -13,6 +13,8 @@ import inspect
 import os
 from dataclasses import dataclass
 
+import torch
+
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
@@ -36,14 +38,17 @@ class CaseOutcome:
 
 
 def outcome(case, *, dtype, world_size, data, got, expected, message, ops=(), body=None,
-            allowed=None, line=""):
+            allowed=None, line="", bits=False):
     """The CaseOutcome of one case: `data` this rank's input, `got` what the body left,
     `expected` the right values (same shape), `allowed` the error each element may have
-    (default: float32's 1e-5, relative; none for integers), `ops` the record of the call
-    (or `line`, the body's line found where the record was)."""
+    (default: float32's 1e-5, relative; none for integers; `bits`: none, bit for bit, for
+    moved data), `ops` the record of the call (or `line`, the body's line found where the
+    record was)."""
     wrong, kept = (), False
-    if message and got.shape == expected.shape and got.numel():
-        bad = _wrong(got.flatten(), expected.flatten(), allowed).nonzero().flatten().tolist()
+    comparable = got.shape == expected.shape and (not bits or got.dtype == expected.dtype)
+    if message and comparable and got.numel():
+        differ = _other_bits if bits else _wrong
+        bad = differ(got.flatten(), expected.flatten(), allowed).nonzero().flatten().tolist()
         wrong = _ranges(bad)
         kept = bool(bad) and bool((got.flatten()[bad] == data.flatten()[bad]).all())
     return CaseOutcome(case, dtype, int(data.numel()), world_size, message, wrong, kept,
@@ -58,6 +63,13 @@ def _wrong(got, expected, allowed):
     g, e = got.double(), expected.double()
     limit = 1e-5 * (e.abs() + 1) if allowed is None else allowed.double().flatten()
     return (g - e).abs() > limit
+
+
+def _other_bits(got, expected, _allowed):
+    """Which elements differ in their bytes (NaN's payload and -0.0 included)."""
+    size = got.element_size()
+    return (got.contiguous().view(torch.uint8).view(-1, size) !=
+            expected.contiguous().view(torch.uint8).view(-1, size)).any(dim=1)
 
 
 def _ranges(indices) -> tuple:
@@ -92,8 +104,12 @@ def _tail(o: CaseOutcome) -> bool:
     return bool(o.wrong) and all(k <= start and stop <= o.numel for start, stop in o.wrong)
 
 
-def _causes(failing, passing) -> list[str]:
-    """What every failing case shares and no passing case has, said in the lesson's words."""
+_NOTHING_CAME = ", never received: each still holds what the rank had there before"
+
+
+def _causes(failing, passing, moved=False) -> list[str]:
+    """What every failing case shares and no passing case has, said in the lesson's words
+    (`moved`: the exercise moves data, it adds nothing up)."""
     said = []
     p = failing[0].world_size
     passing = [o for o in passing if o.numel]     # an empty tensor passes anything
@@ -106,33 +122,37 @@ def _causes(failing, passing) -> list[str]:
         said.append(f"only tensors with fewer elements than ranks ({p}) fail")
     bad, good = {o.dtype for o in failing}, {o.dtype for o in passing}
     if good and not bad & good:
+        same = " on the same shapes" if {o.numel for o in failing} <= \
+            {o.numel for o in passing} else ""
         said.append(f"only {', '.join(sorted(bad))} fail{'s' if len(bad) == 1 else ''} "
-                    f"({', '.join(sorted(good))} pass{'es' if len(good) == 1 else ''} on the "
-                    f"same shapes): look at what the body does with that dtype")
+                    f"({', '.join(sorted(good))} pass{'es' if len(good) == 1 else ''}{same}): "
+                    f"look at what the body does with that dtype")
     if all(_tail(o) for o in failing):
-        kept = ", never reduced: each rank ends with its own input there" \
-            if all(o.kept for o in failing) else ""
+        kept = "" if not all(o.kept for o in failing) else _NOTHING_CAME if moved else \
+            ", never reduced: each rank ends with its own input there"
         so = "" if said and "divisible" in said[0] else \
             ", so only sizes not divisible by the world size fail"
         said.append(f"in each, only elements k..numel-1, k = {p} * (numel // {p}) (the last "
                     f"numel % {p}), are wrong{kept}; the chunks leave the remainder out{so}")
     elif all(o.kept for o in failing):
-        said.append("every wrong element still holds the rank's own input: nothing was "
-                    "added there")
+        said.append("every wrong element still holds what the rank had there before: "
+                    "nothing arrived there" if moved else "every wrong element still holds "
+                    "the rank's own input: nothing was added there")
     return said
 
 
-def one_cause(outcomes, what: str) -> tuple[str, list[str]]:
+def one_cause(outcomes, what: str, moved=False) -> tuple[str, list[str]]:
     """(one problem naming the cause the failing cases share, the messages it stands for);
     ("", []) when fewer than two cases fail or the evidence singles out no cause.
-    `outcomes`: every case on every rank (a case fails if it fails on any rank)."""
+    `outcomes`: every case on every rank (a case fails if it fails on any rank); `moved`:
+    the exercise moves data (nothing is reduced)."""
     cases: dict = {}
     for o in outcomes:
         cases.setdefault(o.case, []).append(o)
     failing = [next(o for o in per if o.message) for per in cases.values()
                if any(o.message for o in per)]
     passing = [per[0] for per in cases.values() if not any(o.message for o in per)]
-    said = _causes(failing, passing) if len(failing) > 1 else []
+    said = _causes(failing, passing, moved) if len(failing) > 1 else []
     if not said:
         return "", []
     first = failing[0]
@@ -146,7 +166,7 @@ def one_cause(outcomes, what: str) -> tuple[str, list[str]]:
     return text, covered
 
 
-def grouped(failures, outcomes, what: str) -> list[str]:
+def grouped(failures, outcomes, what: str, moved=False) -> list[str]:
     """`failures` with the ones a shared cause covers told once, as that cause, first."""
-    cause, covered = one_cause(outcomes, what)
+    cause, covered = one_cause(outcomes, what, moved)
     return [cause] * bool(cause) + [f for f in failures if f not in covered]
