@@ -38,10 +38,13 @@ from tests.procs import descendants, read, still_alive
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 ARTIFACTS = ROOT / "test-artifacts" / "learner-run"
-# A deadline for every cell of one notebook, not a speed test: a hang becomes a failure that
-# names the cell. A lesson runs in < 60 s alone and up to twice that beside the rest of the
-# suite on 2 cores; its time is printed (and in --durations), never asserted under load.
-NOTEBOOK_SECONDS = 180.0
+# A deadline for each cell, not a speed test: a hang becomes a failure that names the cell.
+# It is nbval's own per-cell deadline (pytest.ini's --nbval-cell-timeout), so a cell is held to
+# the same bound in both runs. A whole-notebook budget was a speed test in disguise: notebook 11
+# runs in 70-90 s alone and took over 180 s beside JupyterLab and `make check` on 2 cores. The
+# notebook's time is printed (and in --durations), never asserted.
+CELL_SECONDS = int(re.search(r"--nbval-cell-timeout=(\d+)",
+                             (ROOT / "pytest.ini").read_text()).group(1))
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 pytestmark = pytest.mark.slow
@@ -88,10 +91,8 @@ def run_unsolved(path: Path) -> tuple[nbformat.NotebookNode, float]:
     try:
         with client.setup_kernel(env=learner_env()):
             tracked.update(kernel_tree(client.km))
-            deadline = t0 + NOTEBOOK_SECONDS
+            client.timeout = CELL_SECONDS
             for index, cell in enumerate(nb.cells):
-                # The notebook's whole budget, not a fresh one per cell.
-                client.timeout = max(1, int(deadline - time.monotonic()))
                 start = time.monotonic()
                 try:
                     client.execute_cell(cell, index)
@@ -106,8 +107,8 @@ def run_unsolved(path: Path) -> tuple[nbformat.NotebookNode, float]:
     assert not left, f"{path.name}: processes left after its kernel shut down (killed): {left}"
     if timed_out is not None:
         slowest = sorted(seconds, key=seconds.get, reverse=True)[:3]
-        pytest.fail(f"{path.name} did not finish within {NOTEBOOK_SECONDS:g} s: stopped in "
-                    f"cell {timed_out} ({_head(nb.cells[timed_out])!r}); slowest cells: "
+        pytest.fail(f"{path.name}: cell {timed_out} ({_head(nb.cells[timed_out])!r}) did not "
+                    f"finish within {CELL_SECONDS} s; slowest cells: "
                     + ", ".join(f"{i} ({seconds[i]:.0f} s)" for i in slowest), pytrace=False)
     return nb, time.monotonic() - t0
 
@@ -149,7 +150,6 @@ def errors_shown(nb) -> list[str]:
     return found
 
 
-@pytest.mark.timeout(NOTEBOOK_SECONDS + 60)
 @pytest.mark.parametrize("notebook", [lesson.notebook.name for lesson in course.lessons()])
 def test_runs_to_the_end_unsolved(notebook):
     nb, seconds = run_unsolved(NOTEBOOKS / notebook)
