@@ -6,7 +6,7 @@ from labs.harness.launch.launcher import preload_also
 from tests import procs
 
 # Every grader's workers import these: the fork server imports them once instead.
-preload_also("pytest", "labs.harness.grading")
+preload_also("pytest", "labs.harness.grading", "labs.harness.grading.preload")
 
 
 @pytest.fixture
