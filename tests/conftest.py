@@ -24,6 +24,8 @@ def no_leftover_workers():
 
 
 def pytest_configure(config):
+    if config.getoption("--impl") == "solutions":     # the suite, not make check
+        preload_also("tests.graders.preload_bodies")
     config.addinivalue_line("markers", "grades(*exercises): the exercises a grader test grades "
                                        "(default: the one named in the test's name)")
     if config.getoption("--impl") == "labs":       # grading your labs/: make check's plugin
