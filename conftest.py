@@ -46,12 +46,18 @@ LONGEST_FIRST = (
 )
 
 
+# Files whose every test is a work unit of its own: each notebook's learner run (one to
+# two minutes each), and the graders' catalogue (668 tests, the longest file by far): the
+# workers share them, and the catalogue's many short units fill the run's end.
+SPLIT_PER_TEST = ("tests/notebooks/test_learner_run.py::", "tests/harness/test_graders.py::")
+
+
 class _LoadFileLearnerRunsApart(LoadFileScheduling):
-    """`--dist loadfile`, except that each notebook's learner run (tests/notebooks/) is a
-    work unit of its own, so the workers share them, and LONGEST_FIRST's units start first."""
+    """`--dist loadfile`, except that SPLIT_PER_TEST's tests are work units of their own, and
+    LONGEST_FIRST's units start first."""
 
     def _split_scope(self, nodeid):
-        if nodeid.startswith("tests/notebooks/test_learner_run.py::"):
+        if nodeid.startswith(SPLIT_PER_TEST):
             return nodeid
         return super()._split_scope(nodeid)
 

@@ -52,3 +52,10 @@ def test_each_learner_run_is_a_unit_of_its_own():
     learner = "tests/notebooks/test_learner_run.py::test_runs_to_the_end_unsolved[{:02d}.ipynb]"
     sent = schedule([learner.format(n) for n in range(4)])
     assert sorted(map(len, sent)) == [2, 2], "two workers share four learner runs"
+
+
+def test_the_catalogue_is_shared_by_the_workers():
+    catalogue = [f"tests/harness/test_graders.py::test_a_wrong_body_fails_saying_why[{n}]"
+                 for n in range(6)]
+    sent = schedule([*catalogue, "tests/lessons/test_many.py::test_0"], workers=3)
+    assert all(any(t in catalogue for t in s) for s in sent), sent
