@@ -47,7 +47,7 @@ LONGEST_FIRST = (
 
 
 # Files whose every test is a work unit of its own: each notebook's learner run (one to
-# two minutes each), and the graders' catalogue (668 tests, the longest file by far): the
+# two minutes each), and the graders' catalogue (hundreds of tests, the longest file): the
 # workers share them, and the catalogue's many short units fill the run's end.
 SPLIT_PER_TEST = ("tests/notebooks/test_learner_run.py::", "tests/harness/test_graders.py::")
 
