@@ -36,23 +36,28 @@ os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
 # The work units that take longest, longest first: they start before everything else, so
 # that none of them is still running alone at the end. (xdist starts the files with the
 # most tests first; each of these is a unit of one to a dozen tests, measured by --durations:
-# in make test-all the browser's predictions, one notebook after another in one JupyterLab,
-# about 400 s, and its Run All of every notebook about 250 s, set-up included; then, the
-# longest of make test, notebook 11's learner run about 80 s, make check end to end 48 s.)
+# in make test-all the browser's Run All of every notebook with a widget, its predictions
+# read and its knobs turned, about 500 s, set-up included; then, the longest of make test,
+# notebook 11's learner run about 80 s, make check end to end 160 s.)
 LONGEST_FIRST = (
-    "tests/browser/test_predictions.py",
     "tests/browser/test_jupyterlab.py",
     "tests/notebooks/test_learner_run.py::test_runs_to_the_end_unsolved[11_your_own_job.ipynb]",
     "tests/harness/test_make_check.py",
 )
 
 
+# Files whose every test is a work unit of its own: each notebook's learner run (one to
+# two minutes each), and the graders' catalogue (hundreds of tests, the longest file): the
+# workers share them, and the catalogue's many short units fill the run's end.
+SPLIT_PER_TEST = ("tests/notebooks/test_learner_run.py::", "tests/harness/test_graders.py::")
+
+
 class _LoadFileLearnerRunsApart(LoadFileScheduling):
-    """`--dist loadfile`, except that each notebook's learner run (tests/notebooks/) is a
-    work unit of its own, so the workers share them, and LONGEST_FIRST's units start first."""
+    """`--dist loadfile`, except that SPLIT_PER_TEST's tests are work units of their own, and
+    LONGEST_FIRST's units start first."""
 
     def _split_scope(self, nodeid):
-        if nodeid.startswith("tests/notebooks/test_learner_run.py::"):
+        if nodeid.startswith(SPLIT_PER_TEST):
             return nodeid
         return super()._split_scope(nodeid)
 
@@ -134,8 +139,8 @@ def pytest_collection_modifyitems(config, items):
 def _mark_what_only_test_all_runs(items):
     """Marks all_lane each grader in tests/graders/ at a world size other than its fast ones
     (the smallest and 5), every test under tests/browser/ but test_notebook_in_jupyterlab,
-    which make test runs on BROWSER_IN_MAKE_TEST alone (pytest_configure), and the
-    predictions' test on that same notebook, and every doctor test that runs a job (slow)
+    which make test runs on BROWSER_IN_MAKE_TEST alone (pytest_configure), and every doctor
+    test that runs a job (slow)
     without a `rule` mark: the doctor's catalogue beyond one script per rule (other
     real-code scripts, second examples)."""
     fast = _world_sizes_kept("fast", items)
@@ -144,9 +149,7 @@ def _mark_what_only_test_all_runs(items):
         if graded is not None and graded[1] not in fast[graded[0]]:
             item.add_marker("all_lane")
         elif item.nodeid.startswith("tests/browser/") and \
-                "::test_notebook_in_jupyterlab[" not in item.nodeid and \
-                f"::test_no_answer_on_the_page_before_the_pick[{BROWSER_IN_MAKE_TEST}]" \
-                not in item.nodeid:
+                "::test_notebook_in_jupyterlab[" not in item.nodeid:
             item.add_marker("all_lane")
         elif item.nodeid.startswith("tests/doctor/") and item.get_closest_marker("slow") \
                 and not item.get_closest_marker("rule"):

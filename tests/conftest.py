@@ -6,7 +6,7 @@ from labs.harness.launch.launcher import preload_also
 from tests import procs
 
 # Every grader's workers import these: the fork server imports them once instead.
-preload_also("pytest", "labs.harness.grading")
+preload_also("pytest", "labs.harness.grading", "labs.harness.grading.preload")
 
 
 @pytest.fixture
@@ -24,6 +24,8 @@ def no_leftover_workers():
 
 
 def pytest_configure(config):
+    if config.getoption("--impl") == "solutions":     # the suite, not make check
+        preload_also("tests.graders.preload_bodies")
     config.addinivalue_line("markers", "grades(*exercises): the exercises a grader test grades "
                                        "(default: the one named in the test's name)")
     if config.getoption("--impl") == "labs":       # grading your labs/: make check's plugin

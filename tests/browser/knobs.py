@@ -44,7 +44,9 @@ def exercise_widgets(page, name: str, rounds: int = 2) -> tuple[list[str], int]:
     for i in range(boxes.count()):
         box = boxes.nth(i)
         if box.locator(".widget-radio-box").count():
-            if not box.locator(".widget-radio-box input:checked").count():  # picked: left as is
+            if box.locator(".widget-radio-box input:checked").count():  # picked: left as is
+                done.append(f"prediction {i + 1} picked before (its answer checked then)")
+            else:
                 done.append(answer_prediction(page, box, f"{name}, widget {i + 1}"))
             continue
         dropdowns = box.locator(".widget-dropdown")

@@ -7,6 +7,8 @@ every lesson notebook that shows a widget (found from its committed outputs) thr
 UI in headless Chromium driven by Playwright (one page per notebook, all running at
 once), clicks Run > Run All Cells, and checks what a reader sees:
 
+  * no prediction's answer is on the page before the reader picks (tests/browser/
+    predictions.py: the page read whole, then every prediction picked);
   * every code cell ran and none failed: no output of type error, no traceback except
     in a cell that catches the exception and prints it on purpose (File > Save, then
     the saved notebook is read back);
@@ -42,13 +44,16 @@ from tests.browser.knobs import exercise_widgets
 from tests.browser.lab_page import (ARTIFACTS, PANEL, ROOT, NotebookRun, cell_states,
                                     rendered_widgets, run_menu_command, saved_errors,
                                     saved_since, wait_until)
+from tests.browser.predictions import (check_no_answer_before_the_pick, has_predictions,
+                                       read_whole_pages)
 
-# Every lesson whose committed outputs show a widget (found from the notebook files).
+# Every lesson whose committed outputs show a widget (found from the notebook files): every
+# lesson with a prediction among them (a prediction is a widget).
 NOTEBOOKS = [str(p.relative_to(ROOT)) for p in course.widget_notebooks()]
-# A notebook runs in < 60 s alone; here AT_ONCE run side by side, on a machine where the
-# rest of the suite runs too.
+# A notebook runs in < 60 s alone (up to 90 s for those that wait out deadlock demos); here
+# AT_ONCE run side by side, on a machine where the rest of the suite runs too.
 AT_ONCE = 3
-RUN_ALL_SECONDS = 150.0
+RUN_ALL_SECONDS = 240.0
 
 # What a notebook must show beyond what its committed outputs say: widget controls as
 # (kind, label), kind dropdown / slider / button / choice / output; "figure": a matplotlib
@@ -82,6 +87,7 @@ def runs(lab, browser):
     lessons mostly wait for timeouts, so side by side saves most of that time, and a cap
     keeps the machine usable for the tests that run beside this one."""
     ARTIFACTS.mkdir(exist_ok=True)
+    read_whole_pages(lab)
     opened = {notebook: NotebookRun(lab, notebook) for notebook in _notebooks()}
     waiting, running = list(opened.values()), {}      # run -> its deadline
     try:
@@ -125,6 +131,9 @@ def test_notebook_in_jupyterlab(notebook, runs, lab):
             raise run.error
         page.screenshot(path=f"{shot}.png")
 
+        # 1b. No prediction's answer on the page before the pick; every prediction picked.
+        predictions = check_no_answer_before_the_pick(run) if has_predictions(run.src) else ""
+
         # 2. No errors, in the notebook as JupyterLab saves it (File > Save).
         saved = lab.root / name
         before = saved.stat().st_mtime_ns
@@ -146,6 +155,8 @@ def test_notebook_in_jupyterlab(notebook, runs, lab):
               f"drawn; widgets { {k: v for k, v in found.items() if k != 'broken'} }; "
               f"exercised: {exercised} ({widget_images} figures); "
               f"screenshots {shot.relative_to(ROOT)}*.png")
+        if predictions:
+            print(predictions)
     except BaseException:
         try:
             if page is not None:

@@ -120,6 +120,23 @@ def test_the_lessons_functions_are_the_courses_not_yours(tmp_path):
         "demo_lesson": ("shown", "called_by_shown_too", "table_entry")}
 
 
+def test_the_scan_is_remembered_only_while_its_files_are_unchanged(tmp_path):
+    """A grader's fork server scans once and its ranks reuse the result (preload.py): an edit
+    of a lab file, a notebook or a user of the course must be scanned again. (Each edit here
+    changes the file's size too: two writes within a clock tick can share an mtime.)"""
+    for folder in ("labs", "solutions", "notebooks"):
+        (tmp_path / folder).mkdir()
+    lab = tmp_path / "labs" / "demo_lesson.py"
+    lab.write_text("import torch.distributed as dist\ndef shown(t):\n    dist.send(t, 1)\n")
+    notebook = tmp_path / "notebooks" / "01_demo.ipynb"
+    notebook.write_text('{"cells": [{"source": ["lab.not_a_function_here(x)"]}]}')
+    assert lessons.scan(tmp_path) == {}
+    notebook.write_text('{"cells": [{"source": ["lab.shown(x)"]}]}')      # named now
+    assert lessons.scan(tmp_path) == {"demo_lesson": ("shown",)}
+    lab.write_text("import torch.distributed as dist\ndef shown(t):\n    return t\n")
+    assert lessons.scan(tmp_path) == {}, "an edit of the lab file is scanned again"
+
+
 def test_the_lessons_functions_found_in_the_course():
     found = lessons.scan()
     assert "ring_shift" in found["collectives"] and "snippet3_run" in found["snippets"]

@@ -93,10 +93,7 @@ def test_make_test_leaves_out_the_catalogue_the_stubs_proof_and_all_but_one_brow
     assert not left_in, left_in
     browser = [t for t in quick if t.startswith("tests/browser/")]
     assert browser == ["tests/browser/test_jupyterlab.py::test_notebook_in_jupyterlab"
-                       "[notebooks/00_welcome.ipynb]",
-                       "tests/browser/test_predictions.py::"
-                       "test_no_answer_on_the_page_before_the_pick[notebooks/00_welcome.ipynb]"
-                       ], browser
+                       "[notebooks/00_welcome.ipynb]"], browser
 
 
 def test_make_test_grades_each_exercise_at_its_smallest_world_size_and_at_5(lanes):

@@ -16,6 +16,7 @@ exercises never are (a lesson's function that calls one does not make it the cou
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import importlib
 import inspect
@@ -56,12 +57,28 @@ def _solutions_use(root: Path) -> set[tuple[str, str]]:
     return used
 
 
-@functools.lru_cache(maxsize=4)
+def _users(root: Path) -> list[Path]:
+    """The course files that may name a lesson's function (read as text: fast)."""
+    paths = sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    return paths + sorted(p for folder in _USERS for p in (root / folder).rglob("*.py"))
+
+
+def _signature(root: Path) -> tuple:
+    """What scan() reads, as the files are now: (path, mtime, size) of each."""
+    paths = [*_users(root), *sorted((root / "labs").glob("*.py")),
+             *sorted((root / "solutions").glob("*.py"))]
+    signature = []
+    for path in paths:
+        with contextlib.suppress(OSError):
+            stat = path.stat()
+            signature.append((str(path), stat.st_mtime_ns, stat.st_size))
+    return tuple(signature)
+
+
 def _names_used(root: Path) -> dict[str, dict[str, set]]:
     """Per course file, the names it uses after a prefix: `lab.x` or `<module>.x` (`lab`
     stands for any module) and `from labs.<module> import x`."""
-    paths = sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))   # read as text: fast
-    paths += sorted(p for folder in _USERS for p in (root / folder).rglob("*.py"))
+    paths = _users(root)
     modules = sorted(p.stem for p in (root / "labs").glob("*.py"))
     prefixed = re.compile(rf"\b({'|'.join(['lab', *modules])})\.([A-Za-z_]\w*)")
     named = {}
@@ -78,18 +95,18 @@ def _names_used(root: Path) -> dict[str, dict[str, set]]:
     return named
 
 
-def _named_elsewhere(root: Path, module: str) -> set[str]:
+def _named_elsewhere(named: dict, module: str) -> set[str]:
     """The names of labs/<module>.py's functions that another course file uses."""
-    return {name for where, by_prefix in _names_used(root).items() if where != module
+    return {name for where, by_prefix in named.items() if where != module
             for prefix in ("lab", module) for name in by_prefix.get(prefix, ())}
 
 
-def _courses(root: Path, module: str, tree: ast.Module,
+def _courses(named: dict, module: str, tree: ast.Module,
              functions: dict[str, ast.FunctionDef]) -> set[str]:
     """The functions of the module the course uses: named elsewhere, or `demo`, or in the
     module's own tables (`VARIANTS = {...: fn}`), or called by one of those (never through
     an exercise: what it calls is yours)."""
-    elsewhere = _named_elsewhere(root, module)
+    elsewhere = _named_elsewhere(named, module)
     tables = {getattr(node, "id", None) for statement in tree.body
               if not isinstance(statement, (ast.FunctionDef, ast.ClassDef))
               for node in ast.walk(statement)}
@@ -108,11 +125,17 @@ def _is_exercise(node: ast.FunctionDef) -> bool:
     return any(getattr(d, "id", "") == "exercise" for d in node.decorator_list)
 
 
-@functools.lru_cache(maxsize=4)
 def scan(root: Path = COURSE_ROOT) -> dict[str, tuple[str, ...]]:
     """Every lesson's function (above) of labs/<lesson>.py that is not an exercise, calls
-    torch.distributed to communicate, and is not imported by a reference solution."""
-    used = _solutions_use(root)
+    torch.distributed to communicate, and is not imported by a reference solution.
+    Remembered while the files it reads are unchanged: a grader's fork server scans once
+    (preload.py) and each rank it forks checks the files' stat, not their text."""
+    return _scan(root, _signature(root))
+
+
+@functools.lru_cache(maxsize=4)
+def _scan(root: Path, signature: tuple) -> dict[str, tuple[str, ...]]:
+    used, named = _solutions_use(root), _names_used(root)
     found: dict[str, tuple[str, ...]] = {}
     for path in sorted((root / "labs").glob("*.py")):
         module, source = path.stem, path.read_text()
@@ -121,7 +144,7 @@ def scan(root: Path = COURSE_ROOT) -> dict[str, tuple[str, ...]]:
         tree, lines = ast.parse(source), source.splitlines()
         functions = {node.name: node for node in tree.body
                      if isinstance(node, ast.FunctionDef) and not _is_exercise(node)}
-        courses = _courses(root, module, tree, functions)
+        courses = _courses(named, module, tree, functions)
         names = tuple(name for name, node in functions.items()
                       if name in courses and (module, name) not in used and _COMMUNICATES.search(
                           "\n".join(lines[node.lineno - 1:node.end_lineno])))

@@ -1,10 +1,11 @@
-"""No answer before the prediction: a learner's fresh copy, Run All, then the whole page read.
+"""No answer before the prediction: the page of a learner's copy, read after Run All.
 
 A lesson asks the reader to predict what a demo does (labs/harness/notebook/predict.py),
-then runs it. Here each lesson with a prediction is given to real JupyterLab as a learner's
-copy (labs/harness/commands/copies.py: no outputs), run with Run > Run All Cells, and the
-text the page shows is read (every text node not hidden by CSS or a closed <details>,
-editors left out: the reader reads outputs and prose). Then every prediction is picked.
+then runs it. test_jupyterlab.py gives each lesson to real JupyterLab as a learner's copy
+(labs/harness/commands/copies.py: no outputs) and runs it with Run > Run All Cells; for a
+lesson with a prediction, `check_no_answer_before_the_pick` then reads the text the page
+shows (every text node not hidden by CSS or a closed <details>, editors left out: the reader
+reads outputs and prose), and picks every prediction.
 
 The answers are what the run itself shows once picked, not a list written here:
   * the verdict: each widget's feedback after the pick ("the run: <b>...</b>");
@@ -17,17 +18,8 @@ from __future__ import annotations
 import json
 import re
 
-import pytest
+from tests.browser.lab_page import PANEL, wait_until
 
-from labs.harness.commands import copies
-from tests import course
-from tests.browser.lab_page import ARTIFACTS, PANEL, NotebookRun, wait_until
-
-pytestmark = pytest.mark.slow
-
-NOTEBOOKS = [str(lesson.notebook.relative_to(course.ROOT))
-             for lesson in course.lessons() if "predict(" in lesson.notebook.read_text()]
-RUN_ALL_SECONDS = 240.0
 MIN_LINE = 16           # shorter lines ("True", "rank 0:") are not an answer on their own
 # The learner's state, not the run's answer: launch_exercise's notice that an exercise is not
 # solved yet (the reference runs in its place), said in every cell that launches it.
@@ -68,23 +60,16 @@ def _lines(texts: list[str]) -> set[str]:
             if len(line.strip()) >= MIN_LINE and not NOT_AN_ANSWER.search(line)}
 
 
-@pytest.fixture(scope="module")
-def full_page(lab):
-    """Every cell in the DOM (no windowing): the whole page can be read at once."""
+def read_whole_pages(lab) -> None:
+    """Every cell in the DOM (no windowing), for the pages opened from now on: the whole
+    page can be read at once."""
     tracker = lab.base / "settings" / "@jupyterlab" / "notebook-extension"
     tracker.mkdir(parents=True, exist_ok=True)
     (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
-    return lab
 
 
-def run_all(lab, browser, notebook: str) -> NotebookRun:
-    run = NotebookRun(lab, notebook)
-    run.open(browser)
-    copies.learners_copy(run.src, lab.root / run.name)      # what make lab gives a learner
-    run.load()
-    run.start()
-    wait_until(run.finished, RUN_ALL_SECONDS, f"Run All of {run.name}", interval=0.5)
-    return run
+def has_predictions(notebook) -> bool:
+    return "predict(" in notebook.read_text()
 
 
 def pick_every_prediction(page) -> list[str]:
@@ -107,34 +92,30 @@ def pick_every_prediction(page) -> list[str]:
     return [a for a in answers if a]
 
 
-@pytest.mark.parametrize("notebook", NOTEBOOKS)
-def test_no_answer_on_the_page_before_the_pick(notebook, full_page, browser):
-    ARTIFACTS.mkdir(exist_ok=True)
-    run = run_all(full_page, browser, notebook)
+def check_no_answer_before_the_pick(run) -> str:
+    """Run All has run `run`'s notebook: nothing the picks reveal was on the page before
+    them, and all of it is there after. Returns what was checked, for the test's log."""
     page, name = run.page, run.name
-    try:
-        before = page.evaluate(VISIBLE_TEXT_JS, PANEL)
-        page.screenshot(path=f"{run.shot}-before-pick.png", full_page=True)
-        assert not re.search(r"the run:|You predicted", before), \
-            f"{name}: a prediction widget shows the run's answer before any pick"
-        assert page.locator(f"{PANEL} .widget-radio-box").count(), \
-            f"{name}: no prediction widget rendered"
-        answers = pick_every_prediction(page)
-        held = page.evaluate(HELD_TEXTS_JS, PANEL)
-        assert held or answers, (f"{name}: nothing waited for the pick (no held output, no "
-                                 f"observation): the demos' outputs were on the page before it")
-        assert all(text.strip() for text in held), \
-            f"{name}: an output held until the pick is still empty after it: {held}"
-        folded = page.evaluate(FOLDED_TEXTS_JS, PANEL)
-        given_away = [a for a in answers if a in before] + sorted(
-            line for line in _lines(held) | _lines(folded) if line in before)
-        assert not given_away, (f"{name}: the page shows an answer before the reader has "
-                                f"picked:\n" + "\n".join(given_away))
-        after = page.evaluate(VISIBLE_TEXT_JS, PANEL)
-        missing = [a for a in answers if a not in after] + sorted(
-            line for line in _lines(held) if line not in after)
-        assert not missing, f"{name}: not shown after the pick:\n" + "\n".join(missing)
-        print(f"{name}: {len(answers)} observations, {len(held)} held outputs, "
-              f"{len(folded)} folded blocks; nothing shown before the pick")
-    finally:
-        run.close()
+    before = page.evaluate(VISIBLE_TEXT_JS, PANEL)
+    page.screenshot(path=f"{run.shot}-before-pick.png", full_page=True)
+    assert not re.search(r"the run:|You predicted", before), \
+        f"{name}: a prediction widget shows the run's answer before any pick"
+    assert page.locator(f"{PANEL} .widget-radio-box").count(), \
+        f"{name}: no prediction widget rendered"
+    answers = pick_every_prediction(page)
+    held = page.evaluate(HELD_TEXTS_JS, PANEL)
+    assert held or answers, (f"{name}: nothing waited for the pick (no held output, no "
+                             f"observation): the demos' outputs were on the page before it")
+    assert all(text.strip() for text in held), \
+        f"{name}: an output held until the pick is still empty after it: {held}"
+    folded = page.evaluate(FOLDED_TEXTS_JS, PANEL)
+    given_away = [a for a in answers if a in before] + sorted(
+        line for line in _lines(held) | _lines(folded) if line in before)
+    assert not given_away, (f"{name}: the page shows an answer before the reader has "
+                            f"picked:\n" + "\n".join(given_away))
+    after = page.evaluate(VISIBLE_TEXT_JS, PANEL)
+    missing = [a for a in answers if a not in after] + sorted(
+        line for line in _lines(held) if line not in after)
+    assert not missing, f"{name}: not shown after the pick:\n" + "\n".join(missing)
+    return (f"{name}: {len(answers)} observations, {len(held)} held outputs, "
+            f"{len(folded)} folded blocks; nothing shown before the pick")
