@@ -1,5 +1,7 @@
 """Bodies stuck outside torch.distributed (its calls done, then a wait of their own
 that never ends), told within seconds at their line while graded (launch's idle_after)."""
+import os
+import signal
 import time
 
 import torch
@@ -30,4 +32,25 @@ def exchange_then_spins(tensor):
     total = 0.0
     while total >= 0:
         total += float(received[0])
+    return received
+
+
+def exchange_then_starved(tensor, seconds=8.0):
+    """Then computes for `seconds` on a core that a busier process holds: it waits for the
+    core, using almost no CPU of its own (a rank on a loaded machine). Slow, not stuck: it
+    returns."""
+    received = _swap(tensor)
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    busier = os.fork()
+    if busier == 0:                 # nice 0 on the same core, until killed
+        while True:
+            pass
+    os.nice(19)                     # this worker exits after the launch
+    try:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            pass
+    finally:
+        os.kill(busier, signal.SIGKILL)
+        os.waitpid(busier, 0)
     return received

@@ -44,3 +44,11 @@ def test_a_body_stuck_outside_torch_distributed_is_told_in_seconds_at_its_line(
     assert re.search(rf"Rank [01] has been outside torch.distributed for \d+ s at {re.escape(here)} "
                      rf"\(a sleep or a loop that never ends\?\)", message), message
     assert IDLE_SECONDS <= took < 10, f"{took:.1f} s"
+
+
+def test_a_body_that_waits_for_a_core_is_slow_not_stuck(no_leftover_workers):
+    """Both ranks compute for 8 s at nice 19 beside a busier process on their one core:
+    outside torch.distributed, using almost no CPU (under 0.1 s each), as a rank starved on
+    a loaded machine is. The time it waits for the core counts as work: it is graded."""
+    results = grade(graded_body, 2, args=("exchange_then_starved",))
+    assert [r.tolist() for r in results] == [[1.0] * 4, [0.0] * 4]

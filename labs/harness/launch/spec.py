@@ -68,6 +68,9 @@ IDLE_SECONDS = 6.0
 # CPU seconds a rank must have used since the last sign of progress to count as computing
 # (a rank sitting in a wait uses only what its status replies cost, far less).
 BUSY_CPU_SECONDS = 0.25
+# A rank that spent this share of a poll's interval runnable, waiting for a core, is busy on
+# a loaded machine, not asleep (a sleep loop waits for a core only as it wakes).
+STARVED_SHARE = 0.5
 # After an interrupt, the same question with less patience: you want your prompt back.
 STATUS_WAIT_INTERRUPTED = 0.5
 # After every rank returned: the time they get to destroy the group and exit on their own.

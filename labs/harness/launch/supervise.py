@@ -21,12 +21,13 @@ from labs.harness.launch.errors import Interrupted
 from labs.harness.launch.messages import (Failed, Hang, Joined, Phase, RankStatus, Release,
                                           Returned, StatusReply, StatusRequest)
 from labs.harness.launch.output import read_outputs
+from labs.harness.launch.proc_stats import bytes_moved, core_wait_seconds, cpu_seconds
 from labs.harness.ranks.tracing import RECEIVES, SENDS
 from labs.harness.launch.rendezvous import open_store
 from labs.harness.launch.spec import (BUSY_CPU_SECONDS, DEATH_REAP, GRACE, JOIN_TIMEOUT,
-                                      KILL_REAP, PROGRESS_CAP, RELEASE_WAIT, STATUS_WAIT,
-                                      STATUS_WAIT_INTERRUPTED, STUCK_POLL, STUCK_QUIET_BYTES,
-                                      LaunchSpec)
+                                      KILL_REAP, PROGRESS_CAP, RELEASE_WAIT, STARVED_SHARE,
+                                      STATUS_WAIT, STATUS_WAIT_INTERRUPTED, STUCK_POLL,
+                                      STUCK_QUIET_BYTES, LaunchSpec)
 
 
 @dataclass
@@ -189,12 +190,13 @@ class _Supervisor:
         """Poll the ranks for `watch`; True (and the outcome says so) once they are stuck."""
         moved = {r: bytes_moved(self.procs[r].pid) for r in self.pending}
         cpu = {r: cpu_seconds(self.procs[r].pid) for r in self.pending}
+        waited = {r: core_wait_seconds(self.procs[r].pid) for r in self.pending}
         statuses = self._poll_statuses()
         no_peer = not_a_rank(statuses, len(self.procs))
         if no_peer:        # it can never complete: no need to watch it sit
             self.outcome.hang, self.outcome.no_peer = Hang.NO_PEER, no_peer
             return True
-        idle = watch.idle(statuses, now, cpu)
+        idle = watch.idle(statuses, now, cpu, waited)
         if idle:           # a sleep or a loop outside torch.distributed: it says where
             self.outcome.hang, self.outcome.idle_for = Hang.IDLE, idle
             return True
@@ -275,6 +277,7 @@ class _StuckWatch:
         self.stuck_after, self.next_poll = stuck_after, 0.0
         self.idle_after, self.worker_file = idle_after, worker_file
         self.outside = {}   # rank -> (its signs, since when it sits outside with them)
+        self.waited = {}    # rank -> (when, seconds it had waited for a core) at the last poll
         self.since, self.last, self.moved = None, None, {}
         self.progressed = time.perf_counter()
         self.marks = {}     # rank -> (its status's signs, bytes moved, CPU) at `progressed`
@@ -297,11 +300,14 @@ class _StuckWatch:
             return None
         return now - self.since if now - self.since >= self.stuck_after else None
 
-    def idle(self, statuses: dict, now: float, cpu: dict | None = None) -> dict:
+    def idle(self, statuses: dict, now: float, cpu: dict | None = None,
+             waited: dict | None = None) -> dict:
         """rank -> seconds, for the ranks that have sat outside any torch.distributed call
         with the same signs (nothing posted, completed or begun) for idle_after or more.
         CPU counts (each BUSY_CPU_SECONDS used is a sign): a slow body that computes is
-        not a stuck one; a sleep is told here, a loop that computes forever by the timeout.
+        not a stuck one, nor one that spent most of a poll waiting for a core (`waited`,
+        STARVED_SHARE: a loaded machine; a sleep waits for one only as it wakes). A sleep is
+        told here, a loop that computes forever by the timeout.
         A rank that has made no call yet is not judged: its start (imports, the grader's
         set-up) waits for a core on a loaded machine; the launch's timeout still covers it.
         Nor is one that sits in the worker function's own file (a grader's checks between
@@ -309,15 +315,23 @@ class _StuckWatch:
         own = f"{self.worker_file}:" if self.worker_file else None
         for rank, s in statuses.items():
             signs = (s.progress, s.note, int((cpu or {}).get(rank, 0.0) // BUSY_CPU_SECONDS))
+            starved = self._starved(rank, now, (waited or {}).get(rank, 0.0))
             if s.waiting or s.phase != Phase.RUN or s.last is None or \
                     (own is not None and s.where.startswith(own)):
                 self.outside.pop(rank, None)
-            elif self.outside.get(rank, (None,))[0] != signs:
+            elif starved or self.outside.get(rank, (None,))[0] != signs:
                 self.outside[rank] = (signs, now)
         if self.idle_after is None:
             return {}
         return {r: now - since for r, (_, since) in sorted(self.outside.items())
                 if r in statuses and now - since >= self.idle_after}
+
+    def _starved(self, rank, now, waited) -> bool:
+        """Did `rank` wait for a core for STARVED_SHARE or more of the time since the last
+        poll?"""
+        before, self.waited[rank] = self.waited.get(rank), (now, waited)
+        return before is not None and now > before[0] and \
+            waited - before[1] >= STARVED_SHARE * (now - before[0])
 
     def _note_progress(self, statuses, running, now, moved, cpu):
         signs = {r: (s.progress, s.note) for r, s in statuses.items()}
@@ -344,27 +358,6 @@ def not_a_rank(statuses: dict, world_size: int) -> str:
             return (f"rank {rank} waits in {way} rank {event.peer}: not a rank of this group "
                     f"(0..{world_size - 1}): compute the peer with % {world_size}")
     return ""
-
-
-def bytes_moved(pid) -> int:
-    """Bytes the process has read and written through system calls so far (its sockets:
-    gloo's transfers); 0 where /proc cannot say (then only the ranks' status counts)."""
-    try:
-        with open(f"/proc/{pid}/io") as f:
-            fields = dict(line.split(": ") for line in f.read().splitlines())
-        return int(fields["rchar"]) + int(fields["wchar"])
-    except (OSError, KeyError, ValueError):
-        return 0
-
-
-def cpu_seconds(pid) -> float:
-    """CPU seconds the process has used so far (user + system); 0 where /proc cannot say."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
 
 
 def release(procs, conns, wait=RELEASE_WAIT):

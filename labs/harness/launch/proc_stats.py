@@ -1,0 +1,35 @@
+"""What /proc says about a worker while it runs: the supervisor's signs of progress for a
+rank that is outside any torch.distributed call (bytes through its sockets, CPU used, time
+spent waiting for a core). Each is 0 where /proc cannot say (then only statuses count)."""
+import os
+
+
+def bytes_moved(pid) -> int:
+    """Bytes the process has read and written through system calls so far (its sockets:
+    gloo's transfers); 0 where /proc cannot say (then only the ranks' status counts)."""
+    try:
+        with open(f"/proc/{pid}/io") as f:
+            fields = dict(line.split(": ") for line in f.read().splitlines())
+        return int(fields["rchar"]) + int(fields["wchar"])
+    except (OSError, KeyError, ValueError):
+        return 0
+
+
+def cpu_seconds(pid) -> float:
+    """CPU seconds the process has used so far (user + system); 0 where /proc cannot say."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def core_wait_seconds(pid) -> float:
+    """Seconds the process's main thread has sat runnable, waiting for a core
+    (/proc/<pid>/schedstat); 0 where /proc cannot say."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
