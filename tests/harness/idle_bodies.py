@@ -1,11 +1,14 @@
 """Bodies stuck outside torch.distributed (its calls done, then a wait of their own
 that never ends), told within seconds at their line while graded (launch's idle_after)."""
+import ctypes
 import os
 import signal
 import time
 
 import torch
 import torch.distributed as dist
+
+PR_SET_PDEATHSIG = 1     # linux/prctl.h: a child killed when its parent dies
 
 
 def _swap(tensor):
@@ -41,10 +44,12 @@ def exchange_then_starved(tensor, seconds=8.0):
     returns."""
     received = _swap(tensor)
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    busier = os.fork()
-    if busier == 0:                 # nice 0 on the same core, until killed
-        while True:
+    rank_pid, busier = os.getpid(), os.fork()
+    if busier == 0:                 # nice 0 on the same core, until killed or the rank dies
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        while os.getppid() == rank_pid:
             pass
+        os._exit(0)
     os.nice(19)                     # this worker exits after the launch
     try:
         end = time.monotonic() + seconds
