@@ -134,13 +134,7 @@ def test_notebook_in_jupyterlab(notebook, runs, lab):
         # 1b. No prediction's answer on the page before the pick; every prediction picked.
         predictions = check_no_answer_before_the_pick(run) if has_predictions(run.src) else ""
 
-        # 2. No errors, in the notebook as JupyterLab saves it (File > Save).
-        saved = lab.root / name
-        before = saved.stat().st_mtime_ns
-        run_menu_command(page, "File", "Save( Notebook)?")
-        wait_until(lambda: saved_since(saved, before), 30, f"{name} to be saved")
-        problems = saved_errors(saved)
-        assert not problems, f"{name} ran with errors:\n" + "\n".join(problems)
+        check_saved_without_errors(page, lab.root / name)
 
         found = check_widgets_render(run, expect.get("widgets", []))
         drawn = check_figures(run, expect.get("figure", False))
@@ -166,6 +160,15 @@ def test_notebook_in_jupyterlab(notebook, runs, lab):
         raise
     finally:
         run.close()     # its kernel down now: the next notebook's checks get the CPU
+
+
+def check_saved_without_errors(page, saved):
+    """2. No errors, in the notebook as JupyterLab saves it (File > Save)."""
+    before = saved.stat().st_mtime_ns
+    run_menu_command(page, "File", "Save( Notebook)?")
+    wait_until(lambda: saved_since(saved, before), 30, f"{saved.name} to be saved")
+    problems = saved_errors(saved)
+    assert not problems, f"{saved.name} ran with errors:\n" + "\n".join(problems)
 
 
 def check_widgets_render(run, expected: list) -> dict:
