@@ -18,7 +18,7 @@ import tempfile
 from xdist.scheduler import LoadFileScheduling
 
 from labs.harness.ranks.exercises import SOLUTIONS_ENV
-from tests.doctor.jobs import JOBS_ENV
+from labs.harness.once import SESSION_ENV
 
 # Your own copies of the lessons (make lab) are yours, not the course's tests.
 collect_ignore = ["notebooks/yours"]
@@ -80,10 +80,11 @@ class _Scheduling:
 
 
 def pytest_configure(config):
-    # The session's doctor reports (tests/doctor/jobs.py), made by the controller before
-    # xdist starts its workers: they inherit the folder and share one run per job.
-    if not hasattr(config, "workerinput") and JOBS_ENV not in os.environ:
-        os.environ[JOBS_ENV] = config._p2p_doctor_jobs = tempfile.mkdtemp(prefix="p2p-jobs-")
+    # The session's folder of runs made once (labs/harness/once.py: doctor jobs, claims), made
+    # by the controller before xdist starts its workers: they and their notebooks' kernels
+    # inherit it and share one run per job, one per claim.
+    if not hasattr(config, "workerinput") and SESSION_ENV not in os.environ:
+        os.environ[SESSION_ENV] = config._p2p_session = tempfile.mkdtemp(prefix="p2p-session-")
     if config.getoption("--lane") == "test":
         # The browser test opens the notebooks it is given, before any test is selected.
         os.environ.setdefault(BROWSER_NOTEBOOKS_ENV, BROWSER_IN_MAKE_TEST)
@@ -92,10 +93,10 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
-    folder = getattr(config, "_p2p_doctor_jobs", None)
+    folder = getattr(config, "_p2p_session", None)
     if folder:
         shutil.rmtree(folder, ignore_errors=True)
-        os.environ.pop(JOBS_ENV, None)
+        os.environ.pop(SESSION_ENV, None)
 
 
 def pytest_addoption(parser):

@@ -18,8 +18,12 @@ them (the table lists them as `sourced`, never as `holds`).
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import dataclass
 from typing import Callable
+
+from labs.harness.once import once
+from labs.harness.ranks.exercises import SOLUTIONS_ENV
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,16 @@ def get(claim_id: str) -> Claim:
 
 
 def evaluate(entry: Claim) -> ClaimResult:
-    """Run one claim. A claim whose check itself fails counts as broken, with the reason."""
+    """Run one claim (once per test session: labs/harness/once.py). A claim whose check
+    itself fails counts as broken, with the reason."""
+    if not entry.run.__module__.startswith("labs.claims."):     # a test's own claim
+        return _run(entry)
+    # The stubs' state is part of the key: a claim never runs an exercise, and if one ever
+    # did, a run with the solutions on would not stand for one without.
+    return once("claim", (entry.id, os.environ.get(SOLUTIONS_ENV, "")), lambda: _run(entry))
+
+
+def _run(entry: Claim) -> ClaimResult:
     try:
         result = entry.run()
     except Exception as exc:  # noqa: BLE001 - a table row, not a traceback

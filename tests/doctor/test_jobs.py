@@ -1,5 +1,5 @@
-"""The test session runs each doctor job once (tests/doctor/jobs.py): two processes asking for
-the same job at once, as two xdist workers do, get one run's report."""
+"""The test session runs each doctor job once (tests/doctor/jobs.py, labs/harness/once.py):
+two processes asking for the same job at once, as two xdist workers do, get one run's report."""
 from __future__ import annotations
 
 import os
@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from labs.harness.commands.torchrun import ROOT
-from tests.doctor.jobs import JOBS_ENV
+from labs.harness.once import SESSION_ENV
 
 pytestmark = pytest.mark.slow
 
@@ -25,11 +25,11 @@ print(report.status, report.outcome.events[0][0].t)
 
 def test_every_worker_of_the_session_shares_its_folder_of_reports():
     """conftest.py makes the folder before xdist starts its workers: they inherit it."""
-    assert os.path.isdir(os.environ[JOBS_ENV])
+    assert os.path.isdir(os.environ[SESSION_ENV])
 
 
 def test_two_workers_asking_for_one_job_at_once_get_one_run(tmp_path):
-    env = {**os.environ, JOBS_ENV: str(tmp_path), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, SESSION_ENV: str(tmp_path), "PYTHONPATH": str(ROOT)}
     workers = [subprocess.Popen([sys.executable, "-c", ASK], cwd=ROOT, env=env, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
                for _ in range(2)]

@@ -44,6 +44,18 @@ def _def_line(body) -> str:
     return f"{inspect.getsourcefile(body)}:{inspect.getsourcelines(body)[1]}"
 
 
+def _the_one_problem(grader, body: str, world_size: int) -> str:
+    """Grade `body` (module:function under tests.graders.bodies) with `grader`: it fails with
+    exactly one problem, told at a line of the body's own file; that problem's text."""
+    with pytest.raises(GradeFailure) as failed:
+        grader(f"tests.graders.bodies.{body}", world_size)
+    assert len(failed.value.problems) == 1, failed.value.problems
+    text = failed.value.problems[0]
+    module = body.split(":")[0].replace(".", "/")
+    assert text.startswith(f"tests/graders/bodies/{module}.py:"), text
+    return text
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("world_size", [3, pytest.param(5, marks=pytest.mark.all_lane)])
 def test_the_ring_grader_names_the_dropped_remainder_at_a_body_line(world_size):
@@ -52,11 +64,8 @@ def test_the_ring_grader_names_the_dropped_remainder_at_a_body_line(world_size):
     the first wrong case inside the worker and told it alone, at the `def` line: the values
     are the grader's to say, every case grouped."""
     from tests.graders.bodies.ring import report as report_ring
-    with pytest.raises(GradeFailure) as failed:
-        test_ring.test_ring_all_reduce(f"{BODIES}:ring_drops_remainder", world_size)
-    assert len(failed.value.problems) == 1, failed.value.problems
-    text = failed.value.problems[0]
-    assert text.startswith("tests/graders/bodies/ring/report.py:"), text
+    text = _the_one_problem(test_ring.test_ring_all_reduce, "ring.report:ring_drops_remainder",
+                            world_size)
     assert text.split(":")[1] != _def_line(report_ring.ring_drops_remainder).rpartition(":")[2]
     assert f"at world size {world_size}, with one cause" in text
     assert "the chunks leave the remainder out" in text and "never reduced" in text
@@ -68,11 +77,8 @@ def test_the_ring_grader_names_the_dropped_remainder_at_a_body_line(world_size):
 def test_the_reduce_scatter_grader_names_the_shared_cause_at_a_body_line():
     """Lesson 05's reduce-scatter: each received chunk added up to numel // p elements only.
     Its messages are the method's; the values fail on every size p does not divide."""
-    with pytest.raises(GradeFailure) as failed:
-        test_ring.test_ring_reduce_scatter(f"{BODIES}:reduce_scatter_adds_floor", 3)
-    assert len(failed.value.problems) == 1, failed.value.problems
-    text = failed.value.problems[0]
-    assert text.startswith("tests/graders/bodies/ring/report.py:"), text
+    text = _the_one_problem(test_ring.test_ring_reduce_scatter,
+                            "ring.report:reduce_scatter_adds_floor", 3)
     assert "at world size 3, with one cause" in text
     assert "only sizes not divisible by the world size fail" in text
     assert "still holds the rank's own input" in text and "dtype" not in text
@@ -83,12 +89,8 @@ def test_the_doubling_grader_says_only_a_dtype_fails_at_a_body_line():
     """Lesson 10: recursive doubling that adds in float64: only int64 fails (beyond 2**53),
     at every size; the dtype is the cause the evidence shows, and no size is blamed."""
     from tests.graders import test_algorithms
-    with pytest.raises(GradeFailure) as failed:
-        test_algorithms.test_recursive_doubling_all_reduce(
-            "tests.graders.bodies.algorithms.report:doubling_adds_in_float64", 3)
-    assert len(failed.value.problems) == 1, failed.value.problems
-    text = failed.value.problems[0]
-    assert text.startswith("tests/graders/bodies/algorithms/report.py:"), text
+    text = _the_one_problem(test_algorithms.test_recursive_doubling_all_reduce,
+                            "algorithms.report:doubling_adds_in_float64", 3)
     assert "only int64 fails (bfloat16, float32, float64 pass on the same shapes)" in text
     assert "divisible" not in text
 
@@ -99,12 +101,8 @@ def test_lesson_07_names_a_dropped_remainder_at_a_body_line():
     and rank is kept (it stopped at the first wrong case), one problem names the cause."""
     from tests.graders import test_collectives
     from tests.graders.bodies.collectives import report
-    with pytest.raises(GradeFailure) as failed:
-        test_collectives.test_p2p_all_gather(
-            "tests.graders.bodies.collectives.report:all_gather_copies_floor_chunks", 3)
-    assert len(failed.value.problems) == 1, failed.value.problems
-    text = failed.value.problems[0]
-    assert text.startswith("tests/graders/bodies/collectives/report.py:"), text
+    text = _the_one_problem(test_collectives.test_p2p_all_gather,
+                            "collectives.report:all_gather_copies_floor_chunks", 3)
     assert text.split(":")[1] != _def_line(report.all_gather_copies_floor_chunks).rpartition(
         ":")[2]
     assert "at world size 3, with one cause" in text
@@ -118,12 +116,8 @@ def test_lesson_06_names_the_one_dtype_that_fails_at_a_body_line():
     """Gradient averaging that adds the 16-bit gradients in bfloat16: only float16 fails,
     in every case that has it; one problem says so, and blames no size."""
     from tests.graders import test_gradients
-    with pytest.raises(GradeFailure) as failed:
-        test_gradients.test_average_gradients_all_to_all(
-            "tests.graders.bodies.gradients.report:all_to_all_sums_halves_in_bfloat16", 3)
-    assert len(failed.value.problems) == 1, failed.value.problems
-    text = failed.value.problems[0]
-    assert text.startswith("tests/graders/bodies/gradients/report.py:"), text
+    text = _the_one_problem(test_gradients.test_average_gradients_all_to_all,
+                            "gradients.report:all_to_all_sums_halves_in_bfloat16", 3)
     assert "at world size 3, with one cause" in text
     assert "only float16 fails (bfloat16, float32, float64 pass" in text
     assert "divisible" not in text and "remainder" not in text
