@@ -288,17 +288,3 @@ def test_cli_main_frees_the_group_after_a_ddp_demo():
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.splitlines() == ["rank 0 result: 0.00e+00",
                                         "gloo threads after cli.main: 0"], done.stdout
-
-
-
-def test_importing_dynamo_after_joining_pins_the_group_and_importing_first_frees_it():
-    """Notebook 11, section 5: no DDP, no compile, only `import torch._dynamo` after
-    init_process_group, and the group's gloo threads outlive destroy_process_group() (dynamo's
-    first import imports torch.distributed.nn, whose defaults hold group.WORLD). Imported
-    before joining, torch.distributed.nn holds nothing: both ranks count 0."""
-    pinned = view.run_importing_dynamo()
-    assert pinned.succeeded, pinned.ranks
-    assert view.threads_left(pinned) == [2, 2], [r.stdout for r in pinned.ranks]
-    freed = view.run_importing_dynamo(["--import-first"])
-    assert freed.succeeded, freed.ranks
-    assert view.threads_left(freed) == [0, 0], [r.stdout for r in freed.ranks]
