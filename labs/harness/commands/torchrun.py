@@ -36,6 +36,7 @@ from pathlib import Path
 from labs.harness import COURSE_ROOT
 from labs.harness.commands.listeners import ListenerScan
 from labs.harness.commands.processes import parents
+from labs.harness.launch import proc_stats
 
 ROOT = COURSE_ROOT
 SCRIPTS = ROOT / "labs" / "scripts"
@@ -331,33 +332,44 @@ def run_two_nodes(script: str, nproc_per_node: int = 2, args=(), env=None,
 # -- reading stacks with py-spy --------------------------------------------------------------
 
 def _stuck_stacks(node: _Torchrun, nproc: int, until: float) -> dict[int, Stack]:
-    """What you check on a cluster: two dumps in a row show the same stack on every rank,
-    each waiting inside a torch.distributed call."""
+    """What you check on a cluster: the same stack on every rank, each waiting inside a
+    torch.distributed call, twice in a row. Here the kernel takes the second look: a dump
+    is taken only while every rank's main thread sleeps, and counts if none of them ran
+    (its CPU time in /proc) while it was taken. Under load one dump can take 2-3 s, and a
+    3-s timeout leaves too little time for two."""
     pids, previous = {}, {}
     while time.monotonic() < until and node.proc.poll() is None:
         if len(pids) < nproc:
             pids = node.rank_pids()
             time.sleep(0.1)
             continue
+        if not all(proc_stats.sleeping(pid) for pid in pids.values()):
+            time.sleep(0.02)
+            continue
+        ran = {rank: proc_stats.main_thread_cpu_ns(pid) for rank, pid in pids.items()}
         try:
-            dumps = py_spy_dump(dict(sorted(pids.items())))
+            dumps = py_spy_dump(dict(sorted(pids.items())), nonblocking=True)
         except RuntimeError:            # a rank still starting Python, or already exiting
             dumps = {}
-        waiting = bool(dumps) and all(d.in_distributed() for d in dumps.values())
+        still = None not in ran.values() and ran == {
+            rank: proc_stats.main_thread_cpu_ns(pid) for rank, pid in pids.items()}
         frames = {rank: d.frames for rank, d in dumps.items()}
-        if waiting and frames == previous:
+        if dumps and all(d.in_distributed() for d in dumps.values()) and (
+                still or frames == previous):      # without /proc: two dumps agree
             return dumps
         previous = frames
-        time.sleep(0.05 if waiting else 0.2)       # confirm at once what looks stuck
+        time.sleep(0.05)
     raise TimeoutError("the job ended, or the deadline passed, before every rank was stuck")
 
 
-def py_spy_dump(pids: dict[int, int]) -> dict[int, Stack]:
+def py_spy_dump(pids: dict[int, int], nonblocking: bool = False) -> dict[int, Stack]:
     """`py-spy dump --pid PID` for every {rank: pid}, all at once: the Python stack of each
-    running process, which keeps running."""
+    running process, which keeps running. nonblocking: without pausing it (exact only for
+    a process that does not run meanwhile)."""
     spy = Path(sys.executable).with_name("py-spy")           # installed beside python
     spy = str(spy) if spy.exists() else "py-spy"
-    running = {rank: subprocess.Popen([spy, "dump", "--pid", str(pid)], env=_plain_env(),
+    running = {rank: subprocess.Popen([spy, "dump", *["--nonblocking"] * nonblocking,
+                                       "--pid", str(pid)], env=_plain_env(),
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                       preexec_fn=_die_with(os.getpid(), signal.SIGKILL))
                for rank, pid in pids.items()}
