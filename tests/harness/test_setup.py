@@ -306,11 +306,12 @@ def test_make_lab_prints_a_url_that_opens_the_learners_lesson_00(tmp_path):
     lab = subprocess.Popen([str(ROOT / ".venv/bin/jupyter"), *args], cwd=ROOT, text=True, env=env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        deadline, url = time.monotonic() + 120, None
+        deadline, url, said = time.monotonic() + 120, None, []
         while url is None and time.monotonic() < deadline and lab.poll() is None:
-            found = re.search(r"(http://127\.0\.0\.1:\d+/\S+)", lab.stderr.readline())
+            said.append(lab.stderr.readline())
+            found = re.search(r"(http://127\.0\.0\.1:\d+/\S+)", said[-1])
             url = found and found[1]
-        assert url, "jupyter lab printed no URL"
+        assert url, f"jupyter lab printed no URL (exit code {lab.poll()}):\n{''.join(said)}"
         first = sorted(copies.lessons())[0].name
         mine = (copies.YOURS / first).relative_to(ROOT).as_posix()
         assert re.fullmatch(rf"http://127\.0\.0\.1:\d+/lab/tree/{re.escape(mine)}\?token=\w+", url)
@@ -326,11 +327,15 @@ def _answers(url: str, line: str) -> None:
     import urllib.error
     import urllib.request
 
+    error = None
     for _ in range(120):
         try:
             with urllib.request.urlopen(url, timeout=30) as page:
                 assert page.status == 200, (page.status, line)
             return
-        except urllib.error.URLError:
+        except urllib.error.HTTPError:      # the server answered: with an error, said as is
+            raise
+        except OSError as exc:      # refused before it listens; a reset or a slow first
+            error = exc             # answer (TimeoutError) on a loaded machine
             time.sleep(0.5)
-    raise AssertionError(f"{url} never answered")
+    raise AssertionError(f"{url} never answered; last: {error!r}")

@@ -43,8 +43,10 @@ class CalledAgain:
         """Call the body again after this call? Every call that returns new tensors (a
         buffer kept for some cases only shows in those cases); otherwise the first call of a
         launch, and one of at least 1 MiB larger than any probed (a cache kept for large
-        tensors only shows on them)."""
-        size = sum(t.nbytes for t in tensors(args))
+        tensors only shows on them). Every rank decides alike: from the arguments whose
+        sizes all share (Method.probe_sizes), else a rank would call the body alone."""
+        shared = [args[i] for i in self.method.probe_sizes] if self.method.probe_sizes else args
+        size = sum(t.nbytes for t in tensors(shared))
         first_or_larger = self._probed < 0 or (size >= 1 << 20 and size > self._probed)
         if first_or_larger:
             self._probed = max(self._probed, size)

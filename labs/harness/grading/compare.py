@@ -59,6 +59,10 @@ class Method:
                         is free: the exercise's own grader checks its rounds or values);
              "refused": set by the harness where the reference raised and the body did not
                         (routing without the dtypes: the exercise's grader judges it).
+    probe_sizes: positions of the arguments whose sizes every rank shares (empty: all).
+             Whether the body is called again (again.py) is decided from their bytes, and
+             every rank must decide alike: name them where an argument exists on some
+             ranks only (a scatter's chunks, on its root).
     """
 
     why: str
@@ -72,6 +76,7 @@ class Method:
     relays: bool = False
     sums: str = ""
     any_source: bool = False
+    probe_sizes: tuple = ()
 
 
 def _messages(ops, kind, empty=False) -> dict:
