@@ -1,5 +1,6 @@
-"""A body stuck outside torch.distributed (asleep, using no CPU) is told within
-10 s while graded, at its line: grade() passes launch's idle_after (IDLE_SECONDS)."""
+"""A body stuck outside torch.distributed, asleep or in a loop that computes, is told
+within 10 s while graded, at its line: grade() passes launch's idle_after (IDLE_SECONDS for
+a sleep; SPIN_CPU_SECONDS of CPU for a loop)."""
 import inspect
 import re
 import time
@@ -8,7 +9,7 @@ import pytest
 import torch
 
 from labs.harness.grading.run import GradeFailure, grade
-from labs.harness.launch.spec import IDLE_SECONDS
+from labs.harness.launch.spec import IDLE_SECONDS, SPIN_CPU_SECONDS
 from tests.harness import idle_bodies as report_idle
 
 pytestmark = pytest.mark.slow
@@ -26,9 +27,17 @@ def _line(fn, text: str) -> str:
     return f"tests/harness/idle_bodies.py:{first + offset}"
 
 
-# A body that computes forever (exchange_then_spins) is told by the launch's timeout: CPU
-# used is progress, so a slow body that computes is never told as stuck.
-@pytest.mark.parametrize("body, at", [("exchange_then_sleeps", "time.sleep")])
+# Both ranks sit at the same line; the first one told is named, and which one that is
+# depends on which left the exchange first (rank 1 in one CI run).
+TOLD = {"exchange_then_sleeps": r"Rank [01] has been asleep outside torch.distributed for \d+ s "
+                                r"at {here} \(a sleep or a wait of its own that never ends\?\)",
+        "exchange_then_spins": r"Rank [01] has computed for [\d.]+ CPU-seconds outside "
+                               r"torch.distributed at {here}, with nothing posted or completed "
+                               r"\(a loop that never ends\?"}
+
+
+@pytest.mark.parametrize("body, at", [("exchange_then_sleeps", "time.sleep"),
+                                      ("exchange_then_spins", "total +=")])
 def test_a_body_stuck_outside_torch_distributed_is_told_in_seconds_at_its_line(
         no_leftover_workers, body, at):
     grade(graded_body, 2, args=("_swap",))      # the fork server is up
@@ -39,11 +48,13 @@ def test_a_body_stuck_outside_torch_distributed_is_told_in_seconds_at_its_line(
     message, here = str(info.value), _line(getattr(report_idle, body), at)
     assert message.startswith(f"{body} hung (world_size=2): {here}: rank 0 not inside a "
                               f"torch.distributed call"), message
-    # Both ranks sleep at the same line; the first past IDLE_SECONDS is named, and which
-    # one that is depends on which left the exchange first (rank 1 in one CI run).
-    assert re.search(rf"Rank [01] has been outside torch.distributed for \d+ s at {re.escape(here)} "
-                     rf"\(a sleep or a loop that never ends\?\)", message), message
-    assert IDLE_SECONDS <= took < 10, f"{took:.1f} s"
+    assert re.search(TOLD[body].format(here=re.escape(here)), message), message
+    assert took < 10, f"{took:.1f} s"
+    if body == "exchange_then_sleeps":
+        assert took >= IDLE_SECONDS, f"{took:.1f} s"
+    else:
+        cpu = float(re.search(r"computed for ([\d.]+) CPU-seconds", message)[1])
+        assert cpu >= SPIN_CPU_SECONDS, message
 
 
 def test_a_body_that_waits_for_a_core_is_slow_not_stuck(no_leftover_workers):

@@ -148,13 +148,23 @@ def _hang_error(outcome, timeout, pg_timeout, gloo_timeouts) -> HangError:
 
 
 def _idle(outcome) -> str:
-    """'rank 0 has been outside torch.distributed for 7 s at labs/deadlocks.py:203 (a
-    sleep or a loop that never ends?)', one clause per idle rank."""
-    return "; ".join(
-        f"rank {r} has been outside torch.distributed for {seconds:.0f} s" + (
-            f" at {outcome.statuses[r].where}" if r in outcome.statuses
-            and outcome.statuses[r].where else "") + " (a sleep or a loop that never ends?)"
-        for r, seconds in sorted(outcome.idle_for.items()))
+    """One clause per idle rank, asleep ('rank 0 has been asleep outside torch.distributed
+    for 7 s at labs/deadlocks.py:203 ...') or computing ('rank 0 has computed for 4.0
+    CPU-seconds outside torch.distributed at ...')."""
+    clauses = []
+    for r, idle in sorted(outcome.idle_for.items()):
+        status = outcome.statuses.get(r)
+        at = f" at {status.where}" if status is not None and status.where else ""
+        if idle.spinning:
+            clauses.append(f"rank {r} has computed for {idle.cpu:.1f} CPU-seconds outside "
+                           f"torch.distributed{at}, with nothing posted or completed (a loop "
+                           f"that never ends? a right body needs well under a second here, "
+                           f"unless it loops over every element in Python)")
+        else:
+            clauses.append(f"rank {r} has been asleep outside torch.distributed for "
+                           f"{idle.seconds:.0f} s{at} (a sleep or a wait of its own that "
+                           f"never ends?)")
+    return "; ".join(clauses)
 
 
 def _worker_error(outcome, collateral) -> WorkerError:

@@ -38,6 +38,17 @@ class Hang(Words):
 
 
 @dataclass
+class Idle:
+    """A rank told idle (Hang.IDLE): the seconds it sat outside torch.distributed with
+    nothing posted, completed or begun, and the CPU seconds it used meanwhile (none to
+    speak of: asleep; SPIN_CPU_SECONDS or more: a loop)."""
+
+    seconds: float
+    cpu: float
+    spinning: bool
+
+
+@dataclass
 class RankStatus:
     """One rank at one moment. `blocked_in`: the call its main thread sits in (or the
     blocking call that raised); `outstanding`: non-blocking ops posted, never seen done."""

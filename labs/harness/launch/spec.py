@@ -68,6 +68,13 @@ IDLE_SECONDS = 6.0
 # CPU seconds a rank must have used since the last sign of progress to count as computing
 # (a rank sitting in a wait uses only what its status replies cost, far less).
 BUSY_CPU_SECONDS = 0.25
+# CPU seconds a rank may compute outside torch.distributed, in the body, with nothing posted,
+# completed or begun, before it is told as a loop that never ends (idle_after must be set).
+# A right body's largest such gap in the solutions' graders is under 1.7 s of wall time
+# (above), so of CPU too; one that never ends reaches this in about as many seconds when it
+# has a core. A Python loop over every element of a large case reaches it too: that is the
+# other thing the message names.
+SPIN_CPU_SECONDS = 4.0
 # A rank that spent this share of a poll's interval runnable, waiting for a core, is busy on
 # a loaded machine, not asleep (a sleep loop waits for a core only as it wakes).
 STARVED_SHARE = 0.5

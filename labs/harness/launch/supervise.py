@@ -18,16 +18,16 @@ from dataclasses import dataclass, field
 
 from labs.harness.launch import worker
 from labs.harness.launch.errors import Interrupted
-from labs.harness.launch.messages import (Failed, Hang, Joined, Phase, RankStatus, Release,
-                                          Returned, StatusReply, StatusRequest)
+from labs.harness.launch.messages import (Failed, Hang, Idle, Joined, Phase, RankStatus,
+                                          Release, Returned, StatusReply, StatusRequest)
 from labs.harness.launch.output import read_outputs
 from labs.harness.launch.proc_stats import bytes_moved, core_wait_seconds, cpu_seconds
 from labs.harness.ranks.tracing import RECEIVES, SENDS
 from labs.harness.launch.rendezvous import open_store
 from labs.harness.launch.spec import (BUSY_CPU_SECONDS, DEATH_REAP, GRACE, JOIN_TIMEOUT,
                                       KILL_REAP, PROGRESS_CAP, RELEASE_WAIT, STARVED_SHARE,
-                                      STATUS_WAIT, STATUS_WAIT_INTERRUPTED, STUCK_POLL,
-                                      STUCK_QUIET_BYTES, LaunchSpec)
+                                      SPIN_CPU_SECONDS, STATUS_WAIT, STATUS_WAIT_INTERRUPTED,
+                                      STUCK_POLL, STUCK_QUIET_BYTES, LaunchSpec)
 
 
 @dataclass
@@ -43,7 +43,7 @@ class Attempt:
     hang: Hang | None = None     # which deadline a hung attempt missed
     stuck_for: float = 0.0       # Hang.STUCK: how long every rank sat waiting, nothing moving
     no_peer: str = ""            # Hang.NO_PEER: "rank 0 waits in recv from rank -1 ..."
-    idle_for: dict = field(default_factory=dict)    # Hang.IDLE: rank -> seconds outside
+    idle_for: dict = field(default_factory=dict)    # Hang.IDLE: rank -> Idle
     waited: float = 0.0          # the other hangs: the seconds of the deadline that passed
     stopped_at: float | None = None     # perf_counter when the ranks still running were stopped
     outputs: dict = field(default_factory=dict)     # rank -> what it printed
@@ -262,6 +262,18 @@ class _Supervisor:
         return None
 
 
+@dataclass
+class _Outside:
+    """A rank seen outside any call with the same signs: since when, its CPU seconds then,
+    and when (with what CPU) it last did work."""
+
+    signs: tuple
+    since: float
+    cpu: float
+    awake: float
+    awake_cpu: float
+
+
 class _StuckWatch:
     """Is every rank still running sitting in a wait, with nothing posted or completed
     anywhere and no bytes moving, for `stuck_after` seconds? That is a deadlock whatever the
@@ -276,7 +288,7 @@ class _StuckWatch:
                  worker_file: str = ""):
         self.stuck_after, self.next_poll = stuck_after, 0.0
         self.idle_after, self.worker_file = idle_after, worker_file
-        self.outside = {}   # rank -> (its signs, since when it sits outside with them)
+        self.outside = {}   # rank -> _Outside
         self.waited = {}    # rank -> (when, seconds it had waited for a core) at the last poll
         self.since, self.last, self.moved = None, None, {}
         self.progressed = time.perf_counter()
@@ -302,29 +314,37 @@ class _StuckWatch:
 
     def idle(self, statuses: dict, now: float, cpu: dict | None = None,
              waited: dict | None = None) -> dict:
-        """rank -> seconds, for the ranks that have sat outside any torch.distributed call
-        with the same signs (nothing posted, completed or begun) for idle_after or more.
-        CPU counts (each BUSY_CPU_SECONDS used is a sign): a slow body that computes is
-        not a stuck one, nor one that spent most of a poll waiting for a core (`waited`,
-        STARVED_SHARE: a loaded machine; a sleep waits for one only as it wakes). A sleep is
-        told here, a loop that computes forever by the timeout.
+        """rank -> Idle, for the ranks that sit outside any torch.distributed call with the
+        same signs (nothing posted, completed or begun) and are either asleep for
+        idle_after seconds or have computed SPIN_CPU_SECONDS meanwhile (a loop).
+        Asleep means no CPU used (each BUSY_CPU_SECONDS is work) and not waiting for a core
+        for most of a poll (`waited`, STARVED_SHARE: a loaded machine; a sleep waits for one
+        only as it wakes): a slow body or a starved one is not stuck.
         A rank that has made no call yet is not judged: its start (imports, the grader's
         set-up) waits for a core on a loaded machine; the launch's timeout still covers it.
         Nor is one that sits in the worker function's own file (a grader's checks between
         calls: only the body it calls is known to be small)."""
         own = f"{self.worker_file}:" if self.worker_file else None
         for rank, s in statuses.items():
-            signs = (s.progress, s.note, int((cpu or {}).get(rank, 0.0) // BUSY_CPU_SECONDS))
+            used = (cpu or {}).get(rank, 0.0)
             starved = self._starved(rank, now, (waited or {}).get(rank, 0.0))
+            kept = self.outside.get(rank)
             if s.waiting or s.phase != Phase.RUN or s.last is None or \
                     (own is not None and s.where.startswith(own)):
                 self.outside.pop(rank, None)
-            elif starved or self.outside.get(rank, (None,))[0] != signs:
-                self.outside[rank] = (signs, now)
+            elif kept is None or kept.signs != (s.progress, s.note):
+                self.outside[rank] = _Outside((s.progress, s.note), now, used, now, used)
+            elif starved or used - kept.awake_cpu >= BUSY_CPU_SECONDS:
+                kept.awake, kept.awake_cpu = now, used      # it works: not asleep
         if self.idle_after is None:
             return {}
-        return {r: now - since for r, (_, since) in sorted(self.outside.items())
-                if r in statuses and now - since >= self.idle_after}
+        told = {}
+        for r, kept in sorted(self.outside.items()):
+            spun = (cpu or {}).get(r, 0.0) - kept.cpu
+            if r in statuses and (now - kept.awake >= self.idle_after
+                                  or spun >= SPIN_CPU_SECONDS):
+                told[r] = Idle(now - kept.since, spun, spun >= SPIN_CPU_SECONDS)
+        return told
 
     def _starved(self, rank, now, waited) -> bool:
         """Did `rank` wait for a core for STARVED_SHARE or more of the time since the last
