@@ -26,3 +26,14 @@ def test_the_readme_maps_every_module(package):
                and not re.search(rf"(?<![\w.]){re.escape(p.name)}\b", section)]
     assert not missing, (f"README.md's map of labs/harness/{package.name}/ leaves out "
                          f"{missing}: add a line `<file>  <its job>` under `{package.name}/`")
+
+
+def test_the_readme_says_the_graders_hang_rules_as_the_harness_has_them():
+    """Troubleshooting's numbers are the constants the graders use: a constant changed
+    without its sentence fails here."""
+    from labs.harness.grading.run import HANG_SECONDS
+    from labs.harness.launch.spec import IDLE_SECONDS, SPIN_CPU_SECONDS
+    text = " ".join((ROOT / "README.md").read_text().split())
+    for said in (f"nothing moving for {HANG_SECONDS:g} s is a deadlock",
+                 f"asleep for {IDLE_SECONDS:g} s", f"computing {SPIN_CPU_SECONDS:g} CPU-seconds"):
+        assert said in text, f"README.md's Troubleshooting should say '{said}'"
