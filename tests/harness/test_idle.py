@@ -49,12 +49,14 @@ def test_a_body_stuck_outside_torch_distributed_is_told_in_seconds_at_its_line(
     assert message.startswith(f"{body} hung (world_size=2): {here}: rank 0 not inside a "
                               f"torch.distributed call"), message
     assert re.search(TOLD[body].format(here=re.escape(here)), message), message
-    assert took < 10, f"{took:.1f} s"
     if body == "exchange_then_sleeps":
-        assert took >= IDLE_SECONDS, f"{took:.1f} s"
+        assert IDLE_SECONDS <= took < 10, f"{took:.1f} s"
     else:
+        # A loop is told by the CPU it used, so on a loaded machine later than in the 7 s it
+        # takes on a quiet one: told at the first polls past SPIN_CPU_SECONDS (the launch's
+        # timeout would have let it compute several times as long).
         cpu = float(re.search(r"computed for ([\d.]+) CPU-seconds", message)[1])
-        assert cpu >= SPIN_CPU_SECONDS, message
+        assert SPIN_CPU_SECONDS <= cpu < SPIN_CPU_SECONDS + 2, message
 
 
 def test_a_body_that_waits_for_a_core_is_slow_not_stuck(no_leftover_workers):

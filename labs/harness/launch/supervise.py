@@ -21,7 +21,8 @@ from labs.harness.launch.errors import Interrupted
 from labs.harness.launch.messages import (Failed, Hang, Idle, Joined, Phase, RankStatus,
                                           Release, Returned, StatusReply, StatusRequest)
 from labs.harness.launch.output import read_outputs
-from labs.harness.launch.proc_stats import bytes_moved, core_wait_seconds, cpu_seconds
+from labs.harness.launch.proc_stats import (bytes_moved, core_wait_seconds, cpu_seconds,
+                                             main_thread_cpu_ns)
 from labs.harness.ranks.tracing import RECEIVES, SENDS
 from labs.harness.launch.rendezvous import open_store
 from labs.harness.launch.spec import (BUSY_CPU_SECONDS, DEATH_REAP, GRACE, JOIN_TIMEOUT,
@@ -196,7 +197,9 @@ class _Supervisor:
         if no_peer:        # it can never complete: no need to watch it sit
             self.outcome.hang, self.outcome.no_peer = Hang.NO_PEER, no_peer
             return True
-        idle = watch.idle(statuses, now, cpu, waited)
+        # the body runs on the main thread: gloo's threads moving a posted message are not it
+        ran = {r: (main_thread_cpu_ns(self.procs[r].pid) or 0) / 1e9 for r in self.pending}
+        idle = watch.idle(statuses, now, ran, waited)
         if idle:           # a sleep or a loop outside torch.distributed: it says where
             self.outcome.hang, self.outcome.idle_for = Hang.IDLE, idle
             return True
@@ -323,7 +326,8 @@ class _StuckWatch:
         A rank that has made no call yet is not judged: its start (imports, the grader's
         set-up) waits for a core on a loaded machine; the launch's timeout still covers it.
         Nor is one that sits in the worker function's own file (a grader's checks between
-        calls: only the body it calls is known to be small)."""
+        calls: only the body it calls is known to be small).
+        `cpu`: rank -> CPU seconds its main thread (the body's) has used so far."""
         own = f"{self.worker_file}:" if self.worker_file else None
         for rank, s in statuses.items():
             used = (cpu or {}).get(rank, 0.0)
