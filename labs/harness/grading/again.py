@@ -179,15 +179,21 @@ def _close(got, expected):
         return None
     if not (expected.is_floating_point() or expected.is_complex()):
         return got.detach().reshape(-1) == expected.detach().reshape(-1)
-    wide = torch.complex128 if got.is_complex() else torch.float64
+    # float32 holds every bfloat16 and float16 exactly, and its own rounding (2**-24) is far
+    # below the tolerance (at least 1e-5): the verdict of float64 at a quarter of the memory
+    wide = {torch.float64: torch.float64, torch.complex128: torch.complex128}.get(
+        expected.dtype, torch.complex64 if expected.is_complex() else torch.float32)
     g, e = (t.detach().reshape(-1).to(wide) for t in (got, expected))
     tol = max(1e-5, 2 * dist.get_world_size() * torch.finfo(expected.dtype).eps)
-    finite = e[torch.isfinite(e)]
-    scale = float(finite.abs().max()) if finite.numel() else 0.0
+    magnitude = e.abs().nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0)
+    scale = float(magnitude.max()) if magnitude.numel() else 0.0
     return torch.isclose(g, e, rtol=tol, atol=tol * scale, equal_nan=True)
 
 
 def _near(got, expected) -> bool:
+    if got.shape == expected.shape and got.dtype == expected.dtype and \
+            same_bytes(got, expected):      # the same bits: no rounding to allow for
+        return True
     close = _close(got, expected)
     return close is not None and bool(close.all())
 
