@@ -103,7 +103,7 @@ test: $(STAMP) browser-deps lint
 # graders' catalogue of learner bodies (tests/harness/test_graders.py, lessons' wrong bodies),
 # every grader at every world size (1-8), the rest of the doctor's catalogue (second examples,
 # other real-code scripts, world-size sweeps), every browser test, the graders-fail-on-the-stubs
-# proof. 65-85 minutes on 2 cores, as measured.
+# proof. 45-85 minutes on 2 cores, as measured.
 test-all: $(STAMP) browser-deps lint
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --durations=25 --lane=all
 
