@@ -21,9 +21,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # pytest's workers (xdist) in make test, test-all, test-fast: one per core this process may use,
-# plus one. With one per core the cores were busy 53% (make test) and 74% (make test-all) of the
-# wall time: a worker often waits (a hang held until the doctor calls it stuck, a deadline, a
-# notebook's timeouts, JupyterLab) and its core then idles; the extra worker fills it.
+# plus one, so that a core whose worker waits (a hang held until it is called stuck, a deadline,
+# JupyterLab) has other work. More do not help: the lanes keep the cores busy. Measured on 2
+# cores, make test's pytest: 854 s with 3 workers, 846 s with 4, and 1,646 CPU-seconds of the
+# machine busy (/proc/stat) in those 846 s. (time's user+sys, 975 s, leaves out the fork servers
+# and their workers: no process waits for them, so their CPU is counted nowhere.)
 # `make test JOBS=2` chooses.
 JOBS   ?= $(shell $(PYTHON) -c 'import os; print(1 + (len(os.sched_getaffinity(0)) \
   if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))')

@@ -6,7 +6,7 @@ Ranks pair up, (0, 1), (2, 3), ..., and swap shards of different sizes. To avoid
 blocking sends facing each other, the rank with the bigger shard sends first and its
 partner receives first. The bug: on a tie (ranks 2 and 3 hold 4 values each) both ranks
 send first, and a gloo send waits until its receiver has posted the matching receive.
-Ranks 0 and 1 finish their swap and wait for the others at the end of the step.
+Ranks 0 and 1 swap, work a second (--compute: the senders time out first), then wait.
 
 --check barrier      end the step with dist.barrier() (as most jobs do)
 --check monitored    end it with dist.monitored_barrier(), which names the missing ranks
@@ -61,7 +61,7 @@ def parse_args():
     parser.add_argument("--check", choices=("barrier", "monitored"), default="barrier")
     parser.add_argument("--check-timeout", type=float, default=10.0,
                         help="monitored_barrier's own timeout in seconds")
-    parser.add_argument("--compute", type=float, default=0.3,
+    parser.add_argument("--compute", type=float, default=1.0,
                         help="seconds of the step's other work after the swap")
     parser.add_argument("--fr-dump", metavar="DIR",
                         help="write the flight recorder's record to DIR/rank<R>.json")

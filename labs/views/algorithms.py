@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import labs.algorithms as lab
 from labs import choices
 from labs import WorkerError, launch, launch_exercise
+from labs.harness.launch.leftovers import session_folder
 from labs.harness.ranks.measure import format_size
 from labs.harness.ranks.calls import SENDS
 from labs.harness.ranks.exercises import SOLUTIONS_ENV
@@ -276,9 +277,9 @@ def choice_vs_measured(measured, model):
 def lesson_file(model, world_sizes=(2, 3, 4)):
     """A choices file for this notebook, in a fresh temporary folder (yours stays as it is),
     holding the model fitted above for `world_sizes`: the duels need no second fit."""
-    import tempfile
     from pathlib import Path
-    path = Path(tempfile.mkdtemp(prefix="p2p-lesson10-")) / "best_all_reduce.json"
+    # Removed when the kernel ends (with its fork server's folder): workers read it until then.
+    path = Path(session_folder("p2p-lesson10-")) / "best_all_reduce.json"
     for p in world_sizes:
         choices.save(path, p, "model", {"alpha": model.alpha, "beta": model.beta,
                                         "gamma": model.gamma})

@@ -66,9 +66,12 @@ def show_outputs(report: Report):
 def show_timeline(report: Report):
     """The run's timeline with the problems marked (the PNG the command saves)."""
     from IPython.display import Image, display
-    folder = Path(tempfile.mkdtemp(prefix="p2p-doctor-png-"))
-    path = save(report, folder / "timeline.png")
-    display(Image(filename=str(path)))
+    with tempfile.TemporaryDirectory(prefix="p2p-doctor-png-") as folder:   # left no trace
+        path = save(report, Path(folder) / "timeline.png")
+        if path is None:
+            print("(no timeline: the run recorded no call)")
+            return
+        display(Image(data=path.read_bytes()))
 
 
 def show_timings(report: Report):

@@ -59,6 +59,26 @@ def test_a_body_stuck_outside_torch_distributed_is_told_in_seconds_at_its_line(
         assert SPIN_CPU_SECONDS <= cpu < SPIN_CPU_SECONDS + 2, message
 
 
+def test_where_no_cpu_reading_exists_a_loop_is_told_by_the_clock_and_not_called_asleep(
+        no_leftover_workers, monkeypatch):
+    """Not Linux: /proc says nothing (each reading is its "cannot say" value). A loop then
+    looks like a sleep to the clock; the message says what is known (no progress), not
+    "asleep"."""
+    from labs.harness.launch import supervise
+    for name, unknown in (("main_thread_cpu_ns", None), ("core_wait_seconds", 0.0),
+                          ("cpu_seconds", 0.0), ("bytes_moved", 0)):
+        monkeypatch.setattr(supervise, name, lambda pid, unknown=unknown: unknown)
+    grade(graded_body, 2, args=("_swap",))
+    started = time.perf_counter()
+    with pytest.raises(GradeFailure) as info:
+        grade(graded_body, 2, args=("exchange_then_spins",), what="spins")
+    took, message = time.perf_counter() - started, str(info.value)
+    here = _line(report_idle.exchange_then_spins, "total +=")
+    assert re.search(rf"Rank [01] has made no progress outside torch.distributed for \d+ s at "
+                     rf"{re.escape(here)} \(a loop, a sleep", message), message
+    assert "asleep" not in message and IDLE_SECONDS <= took < 10, (f"{took:.1f} s", message)
+
+
 def test_a_body_that_waits_for_a_core_is_slow_not_stuck(no_leftover_workers):
     """Both ranks compute for 8 s at nice 19 beside a busier process on their one core:
     outside torch.distributed, using almost no CPU (under 0.1 s each), as a rank starved on

@@ -64,10 +64,13 @@ class ThisPythonKernel(AsyncKernelManager):
         return ThisPythonSpecs(parent=self)
 
 
-def learner_env() -> dict:
-    """This process's environment as a learner's kernel has it: no solutions, no pytest."""
+def learner_env(temp: Path | None = None) -> dict:
+    """This process's environment as a learner's kernel has it: no solutions, no pytest;
+    `temp`: the kernel's temporary folder (TMPDIR), to see what it leaves there."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     env["P2P_COURSE_SOLUTIONS"] = "0"
+    if temp is not None:
+        env["TMPDIR"] = str(temp)
     return env
 
 
@@ -78,9 +81,10 @@ def kernel_tree(km) -> dict[int, str]:
     return {pid: proc.start, **descendants(pid)} if proc else {}
 
 
-def run_unsolved(path: Path) -> tuple[nbformat.NotebookNode, float]:
-    """Execute every cell of `path` in a learner's kernel; returns the executed notebook
-    (errors are recorded as outputs, as Run All shows them) and the seconds it took."""
+def run_unsolved(path: Path, temp: Path | None = None) -> tuple[nbformat.NotebookNode, float]:
+    """Execute every cell of `path` in a learner's kernel (`temp`: its TMPDIR); returns the
+    executed notebook (errors are recorded as outputs, as Run All shows them) and the seconds
+    it took."""
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, kernel_name="python3", kernel_manager_class=ThisPythonKernel,
                             allow_errors=True, resources={"metadata": {"path": str(NOTEBOOKS)}})
@@ -89,7 +93,7 @@ def run_unsolved(path: Path) -> tuple[nbformat.NotebookNode, float]:
     timed_out = None
     t0 = time.monotonic()
     try:
-        with client.setup_kernel(env=learner_env()):
+        with client.setup_kernel(env=learner_env(temp)):
             tracked.update(kernel_tree(client.km))
             client.timeout = CELL_SECONDS
             for index, cell in enumerate(nb.cells):
@@ -151,8 +155,8 @@ def errors_shown(nb) -> list[str]:
 
 
 @pytest.mark.parametrize("notebook", [lesson.notebook.name for lesson in course.lessons()])
-def test_runs_to_the_end_unsolved(notebook):
-    nb, seconds = run_unsolved(NOTEBOOKS / notebook)
+def test_runs_to_the_end_unsolved(notebook, tmp_path):
+    nb, seconds = run_unsolved(NOTEBOOKS / notebook, tmp_path)
     errors = errors_shown(nb)
     if errors:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -160,4 +164,10 @@ def test_runs_to_the_end_unsolved(notebook):
         pytest.fail(f"{notebook}, run with no exercise solved, shows {len(errors)} error(s) "
                     f"(executed copy: {(ARTIFACTS / notebook).relative_to(ROOT)}):\n"
                     + "\n".join(errors), pytrace=False)
+    # A run leaves no trace: what the notebook, its workers and jobs made in the temporary
+    # folder is gone once its kernel has shut down. (torch's compile cache, torchinductor_<user>,
+    # is torch's own, made once for every torch program of the user and reused.)
+    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.iterdir()
+                  if not p.name.startswith("torchinductor_"))
+    assert not left, f"{notebook} left in its temporary folder: {left}"
     print(f"{notebook}: every cell ran unsolved in {seconds:.1f} s, no error shown")

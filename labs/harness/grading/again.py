@@ -20,6 +20,7 @@ import torch.distributed as dist
 from labs.harness.ranks import tracing
 from labs.harness.grading.buffers import same_bytes
 from labs.harness.grading.channels import SideChannel, closed_roads
+from labs.harness.grading.checks import compared_in
 from labs.harness.grading.compare import contents_problems
 from labs.harness.grading.record import outstanding, record
 from labs.harness.grading.state import _modules, _parameters, copy_args, tensors, written
@@ -179,10 +180,7 @@ def _close(got, expected):
         return None
     if not (expected.is_floating_point() or expected.is_complex()):
         return got.detach().reshape(-1) == expected.detach().reshape(-1)
-    # float32 holds every bfloat16 and float16 exactly, and its own rounding (2**-24) is far
-    # below the tolerance (at least 1e-5): the verdict of float64 at a quarter of the memory
-    wide = {torch.float64: torch.float64, torch.complex128: torch.complex128}.get(
-        expected.dtype, torch.complex64 if expected.is_complex() else torch.float32)
+    wide = compared_in(expected.dtype)          # float32 for float32 and narrower
     g, e = (t.detach().reshape(-1).to(wide) for t in (got, expected))
     tol = max(1e-5, 2 * dist.get_world_size() * torch.finfo(expected.dtype).eps)
     magnitude = e.abs().nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0)

@@ -22,13 +22,20 @@ FLOAT64_TOL = 1e-12
 WORDS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
+def compared_in(dtype: torch.dtype) -> torch.dtype:
+    """The dtype two floating tensors of `dtype` are compared in, without rounding that
+    matters: float32 (complex64) for float32 and narrower (it holds every float16 and bfloat16
+    value, and |got - expected| <= atol + rtol * |expected| then rounds by 2**-24 of itself,
+    far below any tolerance here, 1e-5 at least), float64 (complex128) otherwise. float64 for
+    all was twice the memory traffic, on 1M-element cases."""
+    if dtype in (torch.float64, torch.complex128):
+        return dtype
+    return torch.complex64 if dtype.is_complex else torch.float32
+
+
 def _widened(got, expected):
-    """Both in a dtype that compares them without rounding that matters: float32 for
-    float32 and narrower (it holds every float16 and bfloat16 value, and |got - expected| <=
-    atol + rtol * |expected| then rounds by 2**-24 of itself, whatever the tolerance), float64
-    otherwise. float64 for all was twice the memory traffic, on 1M-element cases."""
-    narrow = (torch.float16, torch.bfloat16, torch.float32)
-    wide = torch.float32 if expected.dtype in narrow else torch.float64
+    wide = compared_in(expected.dtype) if expected.is_floating_point() or \
+        expected.is_complex() else torch.float64
     return got.to(wide), expected.to(wide)
 
 

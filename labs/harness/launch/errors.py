@@ -160,6 +160,10 @@ def _idle(outcome) -> str:
                            f"torch.distributed{at}, with nothing posted or completed (a loop "
                            f"that never ends? a right body needs well under a second here, "
                            f"unless it loops over every element in Python)")
+        elif idle.cpu is None:      # no CPU reading here (not Linux): asleep or a loop
+            clauses.append(f"rank {r} has made no progress outside torch.distributed for "
+                           f"{idle.seconds:.0f} s{at} (a loop, a sleep or a wait of its own "
+                           f"that never ends?)")
         else:
             clauses.append(f"rank {r} has been asleep outside torch.distributed for "
                            f"{idle.seconds:.0f} s{at} (a sleep or a wait of its own that "

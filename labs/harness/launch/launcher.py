@@ -32,6 +32,7 @@ import time
 
 import torch.multiprocessing as tmp
 
+from labs.harness.launch import leftovers
 from labs.harness.launch.errors import HangError, LaunchError, WorkerError, raise_if_failed
 from labs.harness.launch.output import replay
 from labs.harness.launch.spec import FORKSERVER_START, JOIN_TIMEOUT, LaunchSpec
@@ -77,7 +78,8 @@ def _context():
             # Fork one no-op child now, so the first real launch's deadline does not
             # include the fork server importing torch.
             p = ctx.Process(target=_noop)
-            p.start()
+            with leftovers.handed_to_the_fork_server():
+                p.start()
             p.join(FORKSERVER_START)
             _context_ready = True
     return ctx
@@ -85,6 +87,9 @@ def _context():
 
 def _noop():
     pass
+
+
+leftovers.take_over()       # in the fork server, which preloads this module: see leftovers.py
 
 
 def warm_up() -> None:

@@ -41,10 +41,10 @@ class Hang(Words):
 class Idle:
     """A rank told idle (Hang.IDLE): the seconds it sat outside torch.distributed with
     nothing posted, completed or begun, and the CPU seconds it used meanwhile (none to
-    speak of: asleep; SPIN_CPU_SECONDS or more: a loop)."""
+    speak of: asleep; SPIN_CPU_SECONDS or more: a loop; None: the system cannot say)."""
 
     seconds: float
-    cpu: float
+    cpu: float | None
     spinning: bool
 
 

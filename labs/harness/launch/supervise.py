@@ -198,7 +198,8 @@ class _Supervisor:
             self.outcome.hang, self.outcome.no_peer = Hang.NO_PEER, no_peer
             return True
         # the body runs on the main thread: gloo's threads moving a posted message are not it
-        ran = {r: (main_thread_cpu_ns(self.procs[r].pid) or 0) / 1e9 for r in self.pending}
+        ran = {r: None if ns is None else ns / 1e9 for r in self.pending
+               for ns in [main_thread_cpu_ns(self.procs[r].pid)]}
         idle = watch.idle(statuses, now, ran, waited)
         if idle:           # a sleep or a loop outside torch.distributed: it says where
             self.outcome.hang, self.outcome.idle_for = Hang.IDLE, idle
@@ -327,10 +328,12 @@ class _StuckWatch:
         set-up) waits for a core on a loaded machine; the launch's timeout still covers it.
         Nor is one that sits in the worker function's own file (a grader's checks between
         calls: only the body it calls is known to be small).
-        `cpu`: rank -> CPU seconds its main thread (the body's) has used so far."""
+        `cpu`: rank -> CPU seconds its main thread (the body's) has used so far, None where
+        the system cannot say (not Linux): then only the wall clock judges, and the rank is
+        told as idle, not as asleep."""
         own = f"{self.worker_file}:" if self.worker_file else None
         for rank, s in statuses.items():
-            used = (cpu or {}).get(rank, 0.0)
+            used = (cpu or {}).get(rank) or 0.0
             starved = self._starved(rank, now, (waited or {}).get(rank, 0.0))
             kept = self.outside.get(rank)
             if s.waiting or s.phase != Phase.RUN or s.last is None or \
@@ -344,10 +347,12 @@ class _StuckWatch:
             return {}
         told = {}
         for r, kept in sorted(self.outside.items()):
-            spun = (cpu or {}).get(r, 0.0) - kept.cpu
+            known = (cpu or {}).get(r)
+            spun = 0.0 if known is None else known - kept.cpu
             if r in statuses and (now - kept.awake >= self.idle_after
                                   or spun >= SPIN_CPU_SECONDS):
-                told[r] = Idle(now - kept.since, spun, spun >= SPIN_CPU_SECONDS)
+                told[r] = Idle(now - kept.since, None if known is None else spun,
+                               spun >= SPIN_CPU_SECONDS)
         return told
 
     def _starved(self, rank, now, waited) -> bool:

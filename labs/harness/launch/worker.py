@@ -182,6 +182,7 @@ def _failed(rank, exc, tracer, phase) -> Failed:
 def run(rank, spec_bytes, store_port, out_path, conn):
     """The target of every worker process: the launch's LaunchSpec (pickled once by the
     parent, the same bytes for every rank), then what is this rank's own."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)   # not the fork server's (leftovers.py)
     _capture_output(out_path)
     channel = _Channel(conn)
     threading.Thread(target=channel.listen, daemon=True).start()
