@@ -65,7 +65,7 @@ def test_where_no_cpu_reading_exists_a_loop_is_told_by_the_clock_and_not_called_
     looks like a sleep to the clock; the message says what is known (no progress), not
     "asleep"."""
     from labs.harness.launch import supervise
-    for name, unknown in (("main_thread_cpu_ns", None), ("core_wait_seconds", 0.0),
+    for name, unknown in (("main_thread_cpu_seconds", None), ("core_wait_seconds", 0.0),
                           ("cpu_seconds", 0.0), ("bytes_moved", 0)):
         monkeypatch.setattr(supervise, name, lambda pid, unknown=unknown: unknown)
     grade(graded_body, 2, args=("_swap",))

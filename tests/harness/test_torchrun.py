@@ -398,7 +398,7 @@ def test_a_command_past_its_deadline_is_reported_with_its_stacks_and_killed():
 def test_a_process_is_asleep_and_still_while_it_waits_and_not_while_it_computes():
     """The stuck check's signs: every rank asleep, and its main thread's CPU time unmoved
     while py-spy reads its stack (one dump, not two: under load a dump took 2-3 s)."""
-    from labs.harness.launch.proc_stats import main_thread_cpu_ns, sleeping
+    from labs.harness.launch.proc_stats import main_thread_cpu_seconds, sleeping
     waits = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     computes = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
@@ -406,12 +406,12 @@ def test_a_process_is_asleep_and_still_while_it_waits_and_not_while_it_computes(
         while not sleeping(waits.pid) and time.monotonic() < until:
             time.sleep(0.05)
         assert sleeping(waits.pid), "a process in time.sleep is not seen asleep"
-        ran = main_thread_cpu_ns(waits.pid)
+        ran = main_thread_cpu_seconds(waits.pid)
         states = [sleeping(computes.pid) for _ in range(50) if not time.sleep(0.01)]
-        assert main_thread_cpu_ns(waits.pid) == ran, "a sleeping process was seen running"
+        assert main_thread_cpu_seconds(waits.pid) == ran, "a sleeping process was seen running"
         assert not any(states), "a process in a busy loop was seen asleep"
-        ran = main_thread_cpu_ns(computes.pid)
+        ran = main_thread_cpu_seconds(computes.pid)
         time.sleep(0.2)
-        assert main_thread_cpu_ns(computes.pid) > ran, "a busy loop was seen still"
+        assert main_thread_cpu_seconds(computes.pid) > ran, "a busy loop was seen still"
     finally:
         waits.kill(), computes.kill(), waits.wait(), computes.wait()

@@ -346,13 +346,13 @@ def _stuck_stacks(node: _Torchrun, nproc: int, until: float) -> dict[int, Stack]
         if not all(proc_stats.sleeping(pid) for pid in pids.values()):
             time.sleep(0.02)
             continue
-        ran = {rank: proc_stats.main_thread_cpu_ns(pid) for rank, pid in pids.items()}
+        ran = {rank: proc_stats.main_thread_cpu_seconds(pid) for rank, pid in pids.items()}
         try:
             dumps = py_spy_dump(dict(sorted(pids.items())), nonblocking=True)
         except RuntimeError:            # a rank still starting Python, or already exiting
             dumps = {}
         still = None not in ran.values() and ran == {
-            rank: proc_stats.main_thread_cpu_ns(pid) for rank, pid in pids.items()}
+            rank: proc_stats.main_thread_cpu_seconds(pid) for rank, pid in pids.items()}
         frames = {rank: d.frames for rank, d in dumps.items()}
         if dumps and all(d.in_distributed() for d in dumps.values()) and (
                 still or frames == previous):      # without /proc: two dumps agree

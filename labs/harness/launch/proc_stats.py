@@ -46,11 +46,11 @@ def sleeping(pid) -> bool:
         return True
 
 
-def main_thread_cpu_ns(pid) -> int | None:
-    """Nanoseconds the process's main thread has run on a core so far (/proc/<pid>/schedstat);
+def main_thread_cpu_seconds(pid) -> float | None:
+    """Seconds the process's main thread has run on a core so far (/proc/<pid>/schedstat);
     unchanged between two reads: it did not run in between. None where /proc cannot say."""
     try:
         with open(f"/proc/{pid}/schedstat") as f:
-            return int(f.read().split()[0])
+            return int(f.read().split()[0]) / 1e9
     except (OSError, IndexError, ValueError):
         return None

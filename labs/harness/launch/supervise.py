@@ -22,7 +22,7 @@ from labs.harness.launch.messages import (Failed, Hang, Idle, Joined, Phase, Ran
                                           Release, Returned, StatusReply, StatusRequest)
 from labs.harness.launch.output import read_outputs
 from labs.harness.launch.proc_stats import (bytes_moved, core_wait_seconds, cpu_seconds,
-                                             main_thread_cpu_ns)
+                                             main_thread_cpu_seconds)
 from labs.harness.ranks.tracing import RECEIVES, SENDS
 from labs.harness.launch.rendezvous import open_store
 from labs.harness.launch.spec import (BUSY_CPU_SECONDS, DEATH_REAP, GRACE, JOIN_TIMEOUT,
@@ -197,9 +197,8 @@ class _Supervisor:
         if no_peer:        # it can never complete: no need to watch it sit
             self.outcome.hang, self.outcome.no_peer = Hang.NO_PEER, no_peer
             return True
-        # the body runs on the main thread: gloo's threads moving a posted message are not it
-        ran = {r: None if ns is None else ns / 1e9 for r in self.pending
-               for ns in [main_thread_cpu_ns(self.procs[r].pid)]}
+        # the body runs on the main thread (gloo's threads moving a posted message are not it)
+        ran = {r: main_thread_cpu_seconds(self.procs[r].pid) for r in self.pending}
         idle = watch.idle(statuses, now, ran, waited)
         if idle:           # a sleep or a loop outside torch.distributed: it says where
             self.outcome.hang, self.outcome.idle_for = Hang.IDLE, idle
@@ -328,9 +327,8 @@ class _StuckWatch:
         set-up) waits for a core on a loaded machine; the launch's timeout still covers it.
         Nor is one that sits in the worker function's own file (a grader's checks between
         calls: only the body it calls is known to be small).
-        `cpu`: rank -> CPU seconds its main thread (the body's) has used so far, None where
-        the system cannot say (not Linux): then only the wall clock judges, and the rank is
-        told as idle, not as asleep."""
+        `cpu`: rank -> CPU seconds its main thread (the body's) has used so far; None: not
+        Linux, /proc cannot say (then told by the clock, as idle, not as asleep)."""
         own = f"{self.worker_file}:" if self.worker_file else None
         for rank, s in statuses.items():
             used = (cpu or {}).get(rank) or 0.0
@@ -356,8 +354,7 @@ class _StuckWatch:
         return told
 
     def _starved(self, rank, now, waited) -> bool:
-        """Did `rank` wait for a core for STARVED_SHARE or more of the time since the last
-        poll?"""
+        """Did `rank` wait for a core for STARVED_SHARE or more of the time since last poll?"""
         before, self.waited[rank] = self.waited.get(rank), (now, waited)
         return before is not None and now > before[0] and \
             waited - before[1] >= STARVED_SHARE * (now - before[0])
