@@ -144,7 +144,7 @@ def sanitised(text: str) -> str:
     what this machine put there is replaced by a <placeholder>."""
     text = text.replace(str(ROOT) + "/", "")
     text = re.sub(r"[^\s\"']*/lib/python[\d.]+/site-packages/", "<site-packages>/", text)
-    text = re.sub(r"/tmp/p2p-job-[^/\s]+", "<log dir>", text)
+    text = re.sub(r"[^\s=\"']*/p2p-job-[^/\s]+", "<log dir>", text)     # any TMPDIR
     text = re.sub(r"\S*/p2p-fr-[^/\s]+", "FR_DIR", text)
     text = re.sub(r"(?<![\w.\]>])/(?:[^\s/:()\[\]]+/)+(?=[^\s/:()\[\]]+)", "<path>/", text)
     text = re.sub(r"\d{4}-\d\d-\d\d_\d\d:\d\d:\d\d", "<time>", text)

@@ -250,6 +250,10 @@ def test_sanitised_output_has_no_path_date_or_pid():
                      "19:34"):
         assert leftover not in text, (leftover, text)
     assert "--fr-dump FR_DIR" in text and "pid: <pid>" in text
+    assert "error_file: <log dir>/node0/" in text, text
+    # a learner's temporary folder elsewhere (macOS: /var/folders/...) is the same log dir
+    other = view.sanitised(raw.replace("/tmp/p2p-job-", "/var/folders/x1/T/p2p-job-"))
+    assert other == text, (other, text)
 
 
 def test_root_cause_read_from_torchrun_report():
