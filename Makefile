@@ -1,6 +1,6 @@
 # Point-to-point, demystified: the two commands.
 #   make lab    set up .venv (first time only) and open the course in JupyterLab
-#   make test   set up .venv and run the tests a reader needs (about 20 minutes on 2 cores):
+#   make test   set up .venv and run the tests a reader needs (about 15 minutes on 2 cores):
 #               harness, lessons, claims ledger, every notebook, the graders vs solutions/
 #               at their fast world sizes, the doctor (one script per rule), one notebook
 #               in real JupyterLab
@@ -92,7 +92,7 @@ reset: $(STAMP)
 
 # The two lanes (conftest.py's --lane; the tests each leaves out are marked all_lane, next to
 # each test, pytest.ini). make test: what a reader needs to know that the course works on their
-# machine, about 20 minutes on 2 cores from a fresh clone, set-up included (goal: 10): the set-up checks,
+# machine, about 15 minutes on 2 cores from a fresh clone, set-up included (goal: 10): the set-up checks,
 # lint, the harness and lesson tests, the claims ledger, every notebook under strict nbval and
 # as a learner has it (unsolved), every grader against solutions/ at its fast world sizes (the
 # smallest and 5), the doctor with one script per rule (a hazard and its fixed twin for each kind
